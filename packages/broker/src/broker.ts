@@ -1,0 +1,175 @@
+import { CONSUMER_GROUP, type Keys, LuaScript } from "@flotilla/core";
+import type { ChainableCommander, Redis } from "ioredis";
+import { pairsToObject, type RawEntry } from "./entry.ts";
+
+const lua = (name: string, keys: number) => LuaScript.fromFile(new URL(`../lua/${name}.lua`, import.meta.url), keys);
+const scripts = { ack: lua("ack", 1), deadLetter: lua("dead-letter", 2) };
+
+export interface BrokerOptions {
+  /** Dead-letter streams keep about this many entries. @default 100_000 */
+  deadLetterMaxLen?: number;
+}
+
+export interface DeadLetter {
+  id: string;
+  queue: string;
+  entryId: string;
+  taskId: string | undefined;
+  reason: string;
+  /** The entry's fields as they were in the queue. */
+  fields: Record<string, string> | null;
+  at: number;
+  extra: Record<string, unknown>;
+}
+
+export interface DeadLetterInput {
+  reason: string;
+  fields: Record<string, string> | null;
+  taskId?: string | undefined;
+  extra?: Record<string, unknown>;
+}
+
+type StreamReply = Array<[key: string, entries: Array<[id: string, fields: string[] | null]>]> | null;
+
+/**
+ * Task queues on Redis Streams. Each queue is one stream read through one consumer group;
+ * an entry is acknowledged and deleted when its task is done, or moved to the dead-letter stream.
+ */
+export class Broker {
+  private readonly redis: Redis;
+  private readonly keys: Keys;
+  private readonly deadLetterMaxLen: number;
+  private readonly groups = new Set<string>();
+
+  constructor(redis: Redis, keys: Keys, options: BrokerOptions = {}) {
+    this.redis = redis;
+    this.keys = keys;
+    this.deadLetterMaxLen = options.deadLetterMaxLen ?? 100_000;
+    for (const s of Object.values(scripts)) s.install(redis);
+  }
+
+  /** Creates the queue's consumer group at id 0, so entries added before any worker ran are read. */
+  async ensureGroup(queue: string): Promise<void> {
+    if (this.groups.has(queue)) return;
+    try {
+      await this.redis.xgroup("CREATE", this.keys.queue(queue), CONSUMER_GROUP, "0", "MKSTREAM");
+    } catch (err) {
+      if (!String((err as Error).message).includes("BUSYGROUP")) throw err;
+    }
+    this.groups.add(queue);
+  }
+
+  queueEnqueue(pipeline: ChainableCommander, queue: string, taskId: string): void {
+    pipeline.xadd(this.keys.queue(queue), "*", "task", taskId);
+  }
+
+  async enqueue(queue: string, taskId: string): Promise<string> {
+    return (await this.redis.xadd(this.keys.queue(queue), "*", "task", taskId)) as string;
+  }
+
+  /**
+   * Claims up to `count` new entries across `queues` for `consumer`, blocking up to `blockMs`.
+   * `blocking` must be a connection used for nothing else.
+   */
+  async claim(blocking: Redis, consumer: string, queues: readonly string[], count: number, blockMs: number): Promise<RawEntry[]> {
+    const streamKeys = queues.map((q) => this.keys.queue(q));
+    const reply = (await blocking.xreadgroup(
+      "GROUP",
+      CONSUMER_GROUP,
+      consumer,
+      "COUNT",
+      count,
+      "BLOCK",
+      blockMs,
+      "STREAMS",
+      ...streamKeys,
+      ...queues.map(() => ">"),
+    )) as StreamReply;
+    return this.toEntries(reply, streamKeys, queues);
+  }
+
+  queueAck(pipeline: ChainableCommander, queue: string, entryIds: readonly string[]): void {
+    scripts.ack.queue(pipeline, [this.keys.queue(queue)], [CONSUMER_GROUP, ...entryIds]);
+  }
+
+  async ack(queue: string, ...entryIds: string[]): Promise<number> {
+    return (await scripts.ack.run(this.redis, [this.keys.queue(queue)], [CONSUMER_GROUP, ...entryIds])) as number;
+  }
+
+  /** Moves an entry to the queue's dead-letter stream and acknowledges it, atomically. */
+  async deadLetter(queue: string, entryId: string, input: DeadLetterInput): Promise<void> {
+    await scripts.deadLetter.run(
+      this.redis,
+      [this.keys.queue(queue), this.keys.deadLetters(queue)],
+      [
+        CONSUMER_GROUP,
+        entryId,
+        input.reason,
+        JSON.stringify(input.fields),
+        Date.now(),
+        input.taskId ?? "",
+        this.deadLetterMaxLen,
+        JSON.stringify(input.extra ?? {}),
+      ],
+    );
+  }
+
+  /** Oldest first. */
+  async listDeadLetters(queue: string, options: { count?: number; after?: string } = {}): Promise<DeadLetter[]> {
+    const rows = await this.redis.xrange(
+      this.keys.deadLetters(queue),
+      options.after ? `(${options.after}` : "-",
+      "+",
+      "COUNT",
+      options.count ?? 100,
+    );
+    return rows.map(([id, pairs]) => {
+      const f = pairsToObject(pairs) ?? {};
+      return {
+        id,
+        queue,
+        entryId: f.entryId ?? "",
+        taskId: f.taskId || undefined,
+        reason: f.reason ?? "",
+        fields: safeJson(f.fields) as Record<string, string> | null,
+        at: Number(f.at ?? 0),
+        extra: (safeJson(f.extra) ?? {}) as Record<string, unknown>,
+      };
+    });
+  }
+
+  /** Entries waiting to be claimed plus entries claimed but not yet acknowledged. */
+  async depth(queue: string): Promise<{ waiting: number; inFlight: number }> {
+    const key = this.keys.queue(queue);
+    const [[, len], [, pending]] = (await this.redis
+      .pipeline()
+      .xlen(key)
+      .xpending(key, CONSUMER_GROUP)
+      .exec()
+      .catch(() => [
+        [null, 0],
+        [null, [0]],
+      ])) as [[unknown, number], [unknown, [number] | null]];
+    const inFlight = Number(pending?.[0] ?? 0);
+    return { waiting: Math.max(0, Number(len ?? 0) - inFlight), inFlight };
+  }
+
+  private toEntries(reply: StreamReply, streamKeys: readonly string[], queues: readonly string[]): RawEntry[] {
+    if (!reply) return [];
+    const out: RawEntry[] = [];
+    for (const [key, entries] of reply) {
+      const queue = queues[streamKeys.indexOf(key)] ?? key;
+      for (const [entryId, pairs] of entries) out.push({ queue, entryId, fields: pairsToObject(pairs) });
+    }
+    return out;
+  }
+}
+
+function safeJson(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

@@ -1,0 +1,35 @@
+import { TaskIdSchema } from "@flotilla/core";
+import { z } from "zod";
+
+/** A queue entry as workers read it: just the id of the task whose record holds the payload. */
+export const QueueEntryFieldsSchema = z.object({ task: TaskIdSchema }).strict();
+
+export interface RawEntry {
+  queue: string;
+  entryId: string;
+  /** Field/value pairs as stored; null when the entry was deleted while pending. */
+  fields: Record<string, string> | null;
+}
+
+export type ParsedEntry =
+  | { ok: true; queue: string; entryId: string; taskId: string }
+  | { ok: false; queue: string; entryId: string; reason: string; fields: Record<string, string> | null };
+
+export function parseEntry(raw: RawEntry): ParsedEntry {
+  const { queue, entryId, fields } = raw;
+  if (!fields) return { ok: false, queue, entryId, reason: "entry has no fields", fields };
+  const parsed = QueueEntryFieldsSchema.safeParse(fields);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.length ? issue.path.join(".") : "entry";
+    return { ok: false, queue, entryId, reason: `malformed queue entry: ${where}: ${issue?.message ?? "invalid"}`, fields };
+  }
+  return { ok: true, queue, entryId, taskId: parsed.data.task };
+}
+
+export function pairsToObject(pairs: string[] | null | undefined): Record<string, string> | null {
+  if (!pairs) return null;
+  const out: Record<string, string> = {};
+  for (let i = 0; i + 1 < pairs.length; i += 2) out[pairs[i]!] = pairs[i + 1]!;
+  return out;
+}

@@ -1,0 +1,2 @@
+export * from "./broker.ts";
+export * from "./entry.ts";

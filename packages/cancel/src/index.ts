@@ -1,0 +1,2 @@
+export * from "./cancel-listener.ts";
+export * from "./request-cancel.ts";

@@ -1,0 +1,31 @@
+import { type Keys, LuaScript, type Retention, type TaskStatus } from "@flotilla/core";
+import type { Redis } from "ioredis";
+
+const cancelScript = LuaScript.fromFile(new URL("../lua/cancel.lua", import.meta.url), 4);
+
+export interface CancelOutcome {
+  /**
+   * - `cancelled`: it was waiting and is now CANCELLED; it will never run.
+   * - `requested`: it is running; its worker aborts it and records CANCELLED.
+   * - `finished`: it had already ended (`status` says how); nothing changed.
+   * - `missing`: no such task.
+   */
+  outcome: "cancelled" | "requested" | "finished" | "missing";
+  status: TaskStatus | undefined;
+}
+
+/** Stores a cancel request on the task and announces it to the fleet. */
+export async function requestCancel(
+  redis: Redis,
+  keys: Keys,
+  retention: Retention,
+  taskId: string,
+  reason = "cancelled by request",
+): Promise<CancelOutcome> {
+  const reply = (await cancelScript.run(
+    redis,
+    [keys.task(taskId), keys.events(taskId), keys.eventsChannel(taskId), keys.doneChannel(taskId)],
+    [reason, Date.now(), retention.eventMaxLen, retention.eventTtlMs, retention.recordTtlMs, keys.cancelChannel()],
+  )) as [CancelOutcome["outcome"], string];
+  return { outcome: reply[0], status: (reply[1] || undefined) as TaskStatus | undefined };
+}

@@ -1,0 +1,193 @@
+import { Broker, type DeadLetter } from "@flotilla/broker";
+import {
+  type AgentSpec,
+  AgentSpecSchema,
+  closeRedis,
+  createKeys,
+  DuplicateTaskError,
+  ErrorCodes,
+  FlotillaError,
+  JsonValueSchema,
+  type JsonValue,
+  type Keys,
+  newId,
+  type OwnedRedis,
+  openRedis,
+  parseInput,
+  QueueNameSchema,
+  type RedisConnection,
+  type Retention,
+  type RetentionOptions,
+  resolveRetention,
+  type Serializable,
+  SubmitOptionsSchema,
+  type SubmitOptions,
+  SubscriberHub,
+  TaskIdSchema,
+  TaskStatusSchema,
+  ValidationError,
+  withRedis,
+} from "@flotilla/core";
+import { type FleetStatus, type FleetStatusOptions, getFleetStatus } from "@flotilla/health";
+import { type ListTasksOptions, type TaskPage, TaskStore } from "@flotilla/store";
+import { z } from "zod";
+import type { ClientContext } from "./context.ts";
+import { TaskHandle } from "./task-handle.ts";
+
+export interface ClientOptions {
+  /** Redis URL, ioredis options or instance. @default process.env.REDIS_URL ?? "redis://127.0.0.1:6379" */
+  redis?: RedisConnection;
+  /** Key prefix shared with the workers. @default "flotilla" */
+  prefix?: string;
+  retention?: RetentionOptions;
+  /** Largest accepted payload (agent + input) as JSON. @default 1_048_576 */
+  maxPayloadBytes?: number;
+  /** How long to wait for Redis to answer before a ConnectionError. @default 5_000 */
+  connectTimeoutMs?: number;
+}
+
+/** Anything `submit` accepts as an agent: an object with `toJSON()` (Agent) or its plain JSON. */
+export type AgentLike = Serializable | AgentSpec;
+
+const ListOptionsSchema = z
+  .object({
+    status: TaskStatusSchema.optional(),
+    queue: QueueNameSchema.optional(),
+    limit: z.number().int().min(1).max(1000).optional(),
+    cursor: z.string().optional(),
+  })
+  .strict();
+
+/**
+ * The application's side of Flotilla: submits agent runs and hands back TaskHandles.
+ * It never loads the agent runtime: agents travel as their JSON.
+ */
+export class FlotillaClient {
+  readonly keys: Keys;
+  private readonly conn: OwnedRedis;
+  private readonly retention: Retention;
+  private readonly store: TaskStore;
+  private readonly broker: Broker;
+  private readonly maxPayloadBytes: number;
+  private readonly redisOption: RedisConnection | undefined;
+  private readonly connectTimeoutMs: number;
+  private hubPromise: Promise<SubscriberHub> | undefined;
+  private readonly ctx: ClientContext;
+  private closed = false;
+
+  constructor(options: ClientOptions = {}) {
+    this.redisOption = options.redis ?? process.env.REDIS_URL;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 5000;
+    this.keys = createKeys(options.prefix);
+    this.retention = resolveRetention(options.retention);
+    this.maxPayloadBytes = options.maxPayloadBytes ?? 1_048_576;
+    this.conn = openRedis(this.redisOption, "command", { failFast: true, connectTimeoutMs: this.connectTimeoutMs });
+    this.conn.redis.on("error", () => {}); // surfaced per command as ConnectionError
+    this.store = new TaskStore(this.conn.redis, this.keys, this.retention);
+    this.broker = new Broker(this.conn.redis, this.keys);
+    this.ctx = {
+      redis: this.conn.redis,
+      keys: this.keys,
+      retention: this.retention,
+      store: this.store,
+      broker: this.broker,
+      hub: () => this.hub(),
+    };
+  }
+
+  /**
+   * Validates and records the task (PENDING), then enqueues it. Rejects with ValidationError
+   * naming the bad field, DuplicateTaskError for a taken `taskId`, ConnectionError when Redis is
+   * unreachable.
+   */
+  async submit(agent: AgentLike, input: JsonValue, options: SubmitOptions = {}): Promise<TaskHandle> {
+    this.assertOpen();
+    const spec = parseInput(AgentSpecSchema, serialise(agent), "agent");
+    const opts = parseInput(SubmitOptionsSchema, options, "options");
+    const value = parseInput(JsonValueSchema, input, "input");
+    const payload = JSON.stringify({ agent: spec, input: value });
+    if (Buffer.byteLength(payload) > this.maxPayloadBytes) {
+      throw new ValidationError("input", [
+        { path: "input", message: `payload is ${Buffer.byteLength(payload)} bytes; the limit is ${this.maxPayloadBytes}` },
+      ]);
+    }
+    const taskId = opts.taskId ?? newId();
+    const redis = this.conn.redis;
+    return withRedis(redis, async () => {
+      await this.broker.ensureGroup(opts.queue);
+      const created = await this.store.create({
+        taskId,
+        queue: opts.queue,
+        agent: spec.name,
+        payload,
+        createdAt: Date.now(),
+        detailed: opts.detailed,
+        maxRetries: opts.maxRetries,
+        timeoutMs: opts.timeoutMs,
+        metadata: opts.metadata,
+      });
+      if (!created) throw new DuplicateTaskError(taskId);
+      try {
+        await this.broker.enqueue(opts.queue, taskId);
+      } catch (err) {
+        // Never leave a PENDING record that no worker will see.
+        await this.store.discard(taskId).catch(() => {});
+        throw err;
+      }
+      return new TaskHandle(this.ctx, taskId);
+    });
+  }
+
+  /** Re-attaches to a task by id (from any process). */
+  handle(taskId: string): TaskHandle {
+    return new TaskHandle(this.ctx, parseInput(TaskIdSchema, taskId, "taskId"));
+  }
+
+  /** Tasks newest first, optionally filtered; pass `nextCursor` back for the next page. */
+  async listTasks(options: ListTasksOptions = {}): Promise<TaskPage> {
+    const opts = parseInput(ListOptionsSchema, options, "list options");
+    return withRedis(this.conn.redis, () => this.store.list(opts));
+  }
+
+  async getFleetStatus(options: FleetStatusOptions = {}): Promise<FleetStatus> {
+    return withRedis(this.conn.redis, () => getFleetStatus(this.conn.redis, this.keys, options));
+  }
+
+  /** Entries of a queue that could not be run, oldest first, with the reason. */
+  async listDeadLetters(queue = "default", options: { count?: number; after?: string } = {}): Promise<DeadLetter[]> {
+    const q = parseInput(QueueNameSchema, queue, "queue");
+    return withRedis(this.conn.redis, () => this.broker.listDeadLetters(q, options));
+  }
+
+  /** Waiting and in-flight entries of a queue. */
+  async queueDepth(queue = "default"): Promise<{ waiting: number; inFlight: number }> {
+    const q = parseInput(QueueNameSchema, queue, "queue");
+    return withRedis(this.conn.redis, () => this.broker.depth(q));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const hub = this.hubPromise;
+    this.hubPromise = undefined;
+    if (hub) await (await hub.catch(() => undefined))?.close();
+    await closeRedis(this.conn);
+  }
+
+  private hub(): Promise<SubscriberHub> {
+    this.assertOpen();
+    this.hubPromise ??= Promise.resolve(
+      new SubscriberHub(openRedis(this.redisOption, "subscriber", { failFast: true, connectTimeoutMs: this.connectTimeoutMs })),
+    );
+    return this.hubPromise;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new FlotillaError(ErrorCodes.CLOSED, "this FlotillaClient is closed");
+  }
+}
+
+function serialise(agent: AgentLike): unknown {
+  if (agent && typeof (agent as Serializable).toJSON === "function") return (agent as Serializable).toJSON();
+  return agent;
+}

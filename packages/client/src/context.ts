@@ -1,0 +1,15 @@
+import type { Broker } from "@flotilla/broker";
+import type { Keys, Retention, SubscriberHub } from "@flotilla/core";
+import type { TaskStore } from "@flotilla/store";
+import type { Redis } from "ioredis";
+
+/** What a client shares with the handles it makes. */
+export interface ClientContext {
+  redis: Redis;
+  keys: Keys;
+  retention: Retention;
+  store: TaskStore;
+  broker: Broker;
+  /** The shared subscriber connection, opened on first use. */
+  hub(): Promise<SubscriberHub>;
+}

@@ -1,0 +1,29 @@
+import type { JsonValue, SubmitOptions } from "@flotilla/core";
+import { type AgentLike, FlotillaClient } from "./client.ts";
+import type { TaskHandle } from "./task-handle.ts";
+
+let defaultClient: FlotillaClient | undefined;
+
+/** The client `distributed()` uses when none is passed: REDIS_URL and FLOTILLA_PREFIX from the environment. */
+export function defaultFlotillaClient(): FlotillaClient {
+  defaultClient ??= new FlotillaClient({ prefix: process.env.FLOTILLA_PREFIX ?? "flotilla" });
+  return defaultClient;
+}
+
+/** Closes the default client (for a clean exit). */
+export async function closeDefaultClient(): Promise<void> {
+  const client = defaultClient;
+  defaultClient = undefined;
+  await client?.close();
+}
+
+export interface DistributedOptions extends SubmitOptions {
+  /** The client to submit through. @default defaultFlotillaClient() */
+  client?: FlotillaClient;
+}
+
+/** Runs `agent` on `input` somewhere in the fleet; returns a handle to stream, await or cancel it. */
+export function distributed(agent: AgentLike, input: JsonValue, options: DistributedOptions = {}): Promise<TaskHandle> {
+  const { client, ...submit } = options;
+  return (client ?? defaultFlotillaClient()).submit(agent, input, submit);
+}

@@ -1,0 +1,124 @@
+import { type CancelOutcome, requestCancel } from "@flotilla/cancel";
+import {
+  isTerminal,
+  type JsonValue,
+  TaskCancelledError,
+  TaskFailedError,
+  TaskNotFoundError,
+  type TaskResult,
+  WaitTimeoutError,
+  withRedis,
+} from "@flotilla/core";
+import { type FlotillaEvent, streamEvents } from "@flotilla/events";
+import type { ClientContext } from "./context.ts";
+
+export interface ResultOptions {
+  /** Give up (WaitTimeoutError) after this long. @default no limit */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface StreamOptions {
+  /** Resume after this seq (the last one you saw). @default 0: from the first event */
+  after?: number;
+  signal?: AbortSignal;
+}
+
+/** A submitted task: read its status, await its result, stream its events, cancel it. */
+export class TaskHandle {
+  readonly taskId: string;
+  private readonly ctx: ClientContext;
+
+  constructor(ctx: ClientContext, taskId: string) {
+    this.ctx = ctx;
+    this.taskId = taskId;
+  }
+
+  /** The task's record now. Throws TaskNotFoundError if it does not exist (or expired). */
+  async status(): Promise<TaskResult> {
+    const record = await withRedis(this.ctx.redis, () => this.ctx.store.get(this.taskId));
+    if (!record) throw new TaskNotFoundError(this.taskId);
+    return record;
+  }
+
+  /**
+   * Resolves with the task's result once it COMPLETED; throws TaskFailedError or TaskCancelledError
+   * (carrying the task's error) when it ended otherwise. Woken by a notification, not polling.
+   */
+  async result(options: ResultOptions = {}): Promise<JsonValue> {
+    const ctx = this.ctx;
+    const hub = await ctx.hub();
+    let wake: () => void = () => {};
+    const unsubscribe = await withRedis(ctx.redis, () => hub.subscribe(ctx.keys.doneChannel(this.taskId), () => wake()));
+    // After a reconnect the notification may have been missed: look again.
+    const stopReconnect = hub.onReconnect(() => wake());
+    const { timeoutMs, signal } = options;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<"timeout">((resolve) => {
+      if (timeoutMs !== undefined) timer = setTimeout(() => resolve("timeout"), timeoutMs);
+    });
+    const aborted = new Promise<"aborted">((resolve) => {
+      if (signal?.aborted) resolve("aborted");
+      signal?.addEventListener("abort", () => resolve("aborted"), { once: true });
+    });
+    try {
+      for (;;) {
+        // Armed before reading, so a notification between the read and the wait is not lost.
+        const woken = new Promise<"woken">((resolve) => {
+          wake = () => resolve("woken");
+        });
+        const record = await this.status();
+        if (isTerminal(record.status)) return settle(record);
+        const why = await Promise.race([woken, expired, aborted]);
+        if (why === "timeout") throw new WaitTimeoutError(`task ${this.taskId} to finish`, timeoutMs!);
+        if (why === "aborted") throw signal!.reason;
+      }
+    } finally {
+      clearTimeout(timer);
+      stopReconnect();
+      await unsubscribe();
+    }
+  }
+
+  /**
+   * The task's events in order: those already published, then live, with no gap and no duplicate,
+   * ending after the terminal status event.
+   */
+  async *stream(options: StreamOptions = {}): AsyncGenerator<FlotillaEvent, void, undefined> {
+    const ctx = this.ctx;
+    const hub = await ctx.hub();
+    yield* streamEvents(
+      {
+        redis: ctx.redis,
+        hub,
+        keys: ctx.keys,
+        taskState: async (id) => {
+          const record = await ctx.store.get(id);
+          if (!record) return "missing";
+          return isTerminal(record.status) ? "terminal" : "active";
+        },
+      },
+      this.taskId,
+      options,
+    );
+  }
+
+  /**
+   * Cancels the task: a waiting one ends CANCELLED at once and never runs; a running one is
+   * aborted by its worker. On a finished task it changes nothing and says so (`finished`).
+   */
+  async cancel(reason?: string): Promise<CancelOutcome> {
+    const outcome = await withRedis(this.ctx.redis, () =>
+      requestCancel(this.ctx.redis, this.ctx.keys, this.ctx.retention, this.taskId, reason),
+    );
+    if (outcome.outcome === "missing") throw new TaskNotFoundError(this.taskId);
+    return outcome;
+  }
+}
+
+function settle(record: TaskResult): JsonValue {
+  const error = record.error ?? { message: record.status.toLowerCase(), code: record.status };
+  if (record.status === "FAILED") throw new TaskFailedError(record.taskId, error);
+  if (record.status === "CANCELLED") throw new TaskCancelledError(record.taskId, error);
+  return (record.result ?? null) as JsonValue;
+}

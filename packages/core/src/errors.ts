@@ -1,0 +1,135 @@
+/** Stable error codes: safe to match on, never renamed. */
+export const ErrorCodes = {
+  VALIDATION: "VALIDATION_ERROR",
+  DUPLICATE_TASK: "DUPLICATE_TASK",
+  TASK_NOT_FOUND: "TASK_NOT_FOUND",
+  TASK_FAILED: "TASK_FAILED",
+  TASK_CANCELLED: "TASK_CANCELLED",
+  WAIT_TIMEOUT: "WAIT_TIMEOUT",
+  REDIS_UNAVAILABLE: "REDIS_UNAVAILABLE",
+  CORRUPT_RECORD: "CORRUPT_RECORD",
+  INVALID_PAYLOAD: "INVALID_PAYLOAD",
+  UNKNOWN_TOOL: "UNKNOWN_TOOL",
+  UNKNOWN_PROVIDER: "UNKNOWN_PROVIDER",
+  UNKNOWN_AGENT: "UNKNOWN_AGENT",
+  AGENT_ERROR: "AGENT_ERROR",
+  TOOL_ERROR: "TOOL_ERROR",
+  TIMEOUT: "TIMEOUT",
+  CANCELLED: "CANCELLED",
+  SHUTDOWN: "SHUTDOWN",
+  STALE_ATTEMPT: "STALE_ATTEMPT",
+  CLOSED: "CLOSED",
+} as const;
+
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+/** What a task's record keeps of the error that ended it. */
+export interface TaskError {
+  message: string;
+  code: string;
+}
+
+/** Root of every error Flotilla throws; `code` is stable, `message` is for people. */
+export class FlotillaError extends Error {
+  readonly code: string;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: string, message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.details = options?.details;
+  }
+
+  toTaskError(): TaskError {
+    return { message: this.message, code: this.code };
+  }
+}
+
+export interface ValidationIssue {
+  path: string;
+  message: string;
+}
+
+/** Input rejected at a boundary; `field` names the first offending field. */
+export class ValidationError extends FlotillaError {
+  readonly field: string;
+  readonly issues: ValidationIssue[];
+
+  constructor(what: string, issues: ValidationIssue[]) {
+    const first = issues[0] ?? { path: "", message: "invalid" };
+    const field = first.path || what;
+    super(ErrorCodes.VALIDATION, `invalid ${what}: ${field}: ${first.message}`, { details: { issues } });
+    this.field = field;
+    this.issues = issues;
+  }
+}
+
+export class DuplicateTaskError extends FlotillaError {
+  readonly taskId: string;
+  constructor(taskId: string) {
+    super(ErrorCodes.DUPLICATE_TASK, `a task with id "${taskId}" already exists`);
+    this.taskId = taskId;
+  }
+}
+
+export class TaskNotFoundError extends FlotillaError {
+  readonly taskId: string;
+  constructor(taskId: string) {
+    super(ErrorCodes.TASK_NOT_FOUND, `no task with id "${taskId}" (never submitted, or expired)`);
+    this.taskId = taskId;
+  }
+}
+
+/** Thrown by `result()` when the task ended FAILED; `taskError` is what the worker recorded. */
+export class TaskFailedError extends FlotillaError {
+  readonly taskId: string;
+  readonly taskError: TaskError;
+  constructor(taskId: string, taskError: TaskError) {
+    super(ErrorCodes.TASK_FAILED, `task ${taskId} failed: [${taskError.code}] ${taskError.message}`, {
+      details: { taskError },
+    });
+    this.taskId = taskId;
+    this.taskError = taskError;
+  }
+}
+
+export class TaskCancelledError extends FlotillaError {
+  readonly taskId: string;
+  readonly taskError: TaskError;
+  constructor(taskId: string, taskError: TaskError) {
+    super(ErrorCodes.TASK_CANCELLED, `task ${taskId} was cancelled: ${taskError.message}`, { details: { taskError } });
+    this.taskId = taskId;
+    this.taskError = taskError;
+  }
+}
+
+export class WaitTimeoutError extends FlotillaError {
+  constructor(what: string, timeoutMs: number) {
+    super(ErrorCodes.WAIT_TIMEOUT, `gave up waiting for ${what} after ${timeoutMs} ms`);
+  }
+}
+
+/** Redis could not be reached (or dropped) and the command could not be completed. */
+export class ConnectionError extends FlotillaError {
+  constructor(message: string, cause?: unknown) {
+    super(ErrorCodes.REDIS_UNAVAILABLE, message, { cause });
+  }
+}
+
+/** Data read back from Redis did not match its schema. */
+export class CorruptRecordError extends FlotillaError {
+  constructor(what: string, reason: string) {
+    super(ErrorCodes.CORRUPT_RECORD, `corrupt ${what}: ${reason}`);
+  }
+}
+
+/** Normalises anything thrown into the `{ message, code }` a task record keeps. */
+export function toTaskError(err: unknown, fallbackCode: string = ErrorCodes.AGENT_ERROR): TaskError {
+  if (err instanceof FlotillaError) return err.toTaskError();
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return { message: err.message || err.name, code: typeof code === "string" && code ? code : fallbackCode };
+  }
+  return { message: typeof err === "string" ? err : JSON.stringify(err) ?? String(err), code: fallbackCode };
+}

@@ -1,0 +1,12 @@
+import { randomBytes } from "node:crypto";
+
+let last = 0;
+let counter = 0;
+
+/** A unique id that sorts by creation time: 10 chars of time, 4 of counter, 8 of randomness. */
+export function newId(): string {
+  const now = Date.now();
+  counter = now === last ? counter + 1 : 0;
+  last = now;
+  return now.toString(36).padStart(10, "0") + counter.toString(36).padStart(4, "0") + randomBytes(5).toString("hex").slice(0, 8);
+}

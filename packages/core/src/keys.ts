@@ -1,0 +1,57 @@
+/** The consumer group every worker of a queue reads through. */
+export const CONSUMER_GROUP = "flotilla";
+
+/**
+ * Every Redis key and channel Flotilla uses, built from one prefix.
+ * The part in `{…}` is the Redis Cluster hash tag: keys of one task share a slot, as do keys of one
+ * queue, so each Lua script touches a single slot. See the key table in the package README.
+ */
+export interface Keys {
+  readonly prefix: string;
+  /** Hash: the task record. */
+  task(taskId: string): string;
+  /** Stream: the task's events, for replay. */
+  events(taskId: string): string;
+  /** Pub/Sub: the task's events, live (JSON arrays of events). */
+  eventsChannel(taskId: string): string;
+  /** Pub/Sub: the task's terminal status, for `result()` waiters. */
+  doneChannel(taskId: string): string;
+  /** Pub/Sub: cancel requests for running tasks, one channel for the whole fleet. */
+  cancelChannel(): string;
+  /** Stream: the queue workers claim from through the consumer group. */
+  queue(queue: string): string;
+  /** Stream: entries of the queue that could not be run, with the reason. */
+  deadLetters(queue: string): string;
+  /** Sorted set: task ids by creation time, for listing. */
+  taskIndex(): string;
+  /** Sorted set: worker ids by last heartbeat. */
+  workers(): string;
+  /** String (JSON): one worker's heartbeat record. */
+  worker(workerId: string): string;
+}
+
+const SAFE = /^[A-Za-z0-9_.:\-]+$/;
+
+export function createKeys(prefix = "flotilla"): Keys {
+  if (!prefix || /[{}\s]/.test(prefix)) throw new Error(`invalid key prefix "${prefix}": no braces or spaces`);
+  const tagged = (kind: string, id: string) => {
+    if (!SAFE.test(id)) throw new Error(`invalid ${kind} id "${id}"`);
+    return `${prefix}:${kind}:{${id}}`;
+  };
+  return {
+    prefix,
+    task: (id) => tagged("task", id),
+    events: (id) => tagged("stream", id),
+    eventsChannel: (id) => tagged("events", id),
+    doneChannel: (id) => tagged("done", id),
+    cancelChannel: () => `${prefix}:cancel`,
+    queue: (q) => tagged("queue", q),
+    deadLetters: (q) => `${tagged("queue", q)}:dead`,
+    taskIndex: () => `${prefix}:{index}:tasks`,
+    workers: () => `${prefix}:{health}:workers`,
+    worker: (id) => {
+      if (!SAFE.test(id)) throw new Error(`invalid worker id "${id}"`);
+      return `${prefix}:{health}:worker:${id}`;
+    },
+  };
+}

@@ -1,0 +1,125 @@
+import { z } from "zod";
+import { CorruptRecordError, type ValidationIssue, ValidationError } from "./errors.ts";
+
+export const TaskStatusSchema = z.enum(["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "RETRYING"]);
+export type TaskStatus = z.infer<typeof TaskStatusSchema>;
+export const TERMINAL_STATUSES: ReadonlySet<TaskStatus> = new Set(["COMPLETED", "FAILED", "CANCELLED"]);
+export const isTerminal = (status: TaskStatus): boolean => TERMINAL_STATUSES.has(status);
+
+// Ids end up inside Redis keys and hash tags: no braces, no spaces.
+const SAFE_ID = /^[A-Za-z0-9_.:\-]+$/;
+export const TaskIdSchema = z.string().min(1).max(128).regex(SAFE_ID, "use letters, digits and _ . : - only");
+export const QueueNameSchema = z.string().min(1).max(64).regex(SAFE_ID, "use letters, digits and _ . : - only");
+
+export const JsonValueSchema = z.json();
+export type JsonValue = z.infer<typeof JsonValueSchema>;
+
+/** The serialised form of an agent (`agent.toJSON()`), the only agent shape that crosses Redis. */
+export const AgentSpecSchema = z
+  .object({
+    kind: z.literal("agent").default("agent"),
+    name: z.string().min(1).max(128),
+    model: z
+      .string()
+      .max(256)
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.\-]*:.+$/, 'expected "provider:model", e.g. "scripted:echo"'),
+    instructions: z.string().max(200_000).default(""),
+    tools: z.array(z.string().min(1).max(128)).max(128).default([]),
+    options: z.record(z.string(), JsonValueSchema).default({}),
+  })
+  .strict();
+export type AgentSpec = z.infer<typeof AgentSpecSchema>;
+export type AgentSpecInput = z.input<typeof AgentSpecSchema>;
+
+/** Anything `distributed()` can run: it serialises itself. */
+export interface Serializable {
+  toJSON(): unknown;
+}
+
+export const SubmitOptionsSchema = z
+  .object({
+    queue: QueueNameSchema.default("default"),
+    timeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .max(7 * 24 * 3600_000)
+      .optional(),
+    maxRetries: z.number().int().min(0).max(100).default(0),
+    metadata: z.record(z.string(), JsonValueSchema).default({}),
+    detailed: z.boolean().default(false),
+    taskId: TaskIdSchema.optional(),
+  })
+  .strict();
+export type SubmitOptions = z.input<typeof SubmitOptionsSchema>;
+export type ResolvedSubmitOptions = z.output<typeof SubmitOptionsSchema>;
+
+/** What the queue carries for each task: the agent and its input. */
+export const TaskPayloadSchema = z.object({ agent: AgentSpecSchema, input: JsonValueSchema }).strict();
+export type TaskPayload = z.infer<typeof TaskPayloadSchema>;
+
+export const TaskErrorSchema = z.object({ message: z.string(), code: z.string() });
+
+const jsonText = z.string().transform((text, ctx) => {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    ctx.addIssue({ code: "custom", message: "not JSON" });
+    return z.NEVER;
+  }
+});
+const num = z.coerce.number().int();
+
+/** A task record as Redis stores it (every field a string), parsed back into types. */
+export const TaskRecordSchema = z.object({
+  taskId: TaskIdSchema,
+  queue: QueueNameSchema,
+  status: TaskStatusSchema,
+  agent: z.string(),
+  attempt: num.min(0),
+  workerId: z.string().optional(),
+  createdAt: num,
+  startedAt: num.optional(),
+  completedAt: num.optional(),
+  result: jsonText.pipe(JsonValueSchema).optional(),
+  error: jsonText.pipe(TaskErrorSchema).optional(),
+  retries: num.min(0).default(0),
+  maxRetries: num.min(0).default(0),
+  timeoutMs: num.optional(),
+  detailed: z.enum(["0", "1"]).transform((v) => v === "1"),
+  metadata: jsonText.pipe(z.record(z.string(), JsonValueSchema)).default({}),
+  cancelRequestedAt: num.optional(),
+  cancelReason: z.string().optional(),
+  waitMs: num.optional(),
+  durationMs: num.optional(),
+  seq: num.min(0).default(0),
+});
+/** The public view of a task: `handle.status()` and `client.listTasks()` return these. */
+export type TaskResult = z.infer<typeof TaskRecordSchema>;
+
+export function issuesOf(error: z.ZodError): ValidationIssue[] {
+  return error.issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message }));
+}
+
+/** Parses input at a public boundary; a failure is a ValidationError naming the field. */
+export function parseInput<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new ValidationError(what, issuesOf(parsed.error));
+  return parsed.data;
+}
+
+/** Parses data read back from Redis; a failure is a CorruptRecordError. */
+export function parseStored<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const issue = issuesOf(parsed.error)[0];
+    throw new CorruptRecordError(what, issue ? `${issue.path || "(root)"}: ${issue.message}` : "invalid");
+  }
+  return parsed.data;
+}
+
+/** Turns a Redis hash reply into a TaskResult, or undefined when the key does not exist. */
+export function parseTaskRecord(hash: Record<string, string>, taskId: string): TaskResult | undefined {
+  if (!hash || Object.keys(hash).length === 0) return undefined;
+  return parseStored(TaskRecordSchema, hash, `task record ${taskId}`);
+}

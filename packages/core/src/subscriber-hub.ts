@@ -1,0 +1,118 @@
+import type { Redis } from "ioredis";
+import { closeRedis, type OwnedRedis } from "./redis.ts";
+
+export type MessageListener = (message: string, channel: string) => void;
+export type Unsubscribe = () => Promise<void>;
+
+/**
+ * One subscriber connection shared by every listener of a process, reference-counted per channel.
+ * After a reconnect it re-subscribes itself and only then tells `onReconnect` listeners, so a
+ * listener that catches up from a stream cannot miss a message published in between.
+ */
+export class SubscriberHub {
+  private readonly conn: OwnedRedis;
+  private readonly listeners = new Map<string, Set<MessageListener>>();
+  private readonly ready = new Map<string, Promise<unknown>>();
+  private readonly reconnectListeners = new Set<() => void>();
+  private connectedOnce = false;
+  private closed = false;
+
+  constructor(conn: OwnedRedis) {
+    this.conn = conn;
+    const redis = conn.redis;
+    // We re-subscribe ourselves so we know when it is done.
+    redis.options.autoResubscribe = false;
+    redis.on("message", (channel: string, message: string) => this.dispatch(channel, message));
+    redis.on("ready", () => {
+      if (!this.connectedOnce) {
+        this.connectedOnce = true;
+        return;
+      }
+      void this.resubscribe();
+    });
+    redis.on("error", () => {
+      // Reconnects are handled by ioredis; errors surface to callers through their commands.
+    });
+  }
+
+  get redis(): Redis {
+    return this.conn.redis;
+  }
+
+  /** Resolves once Redis has confirmed the subscription. */
+  async subscribe(channel: string, listener: MessageListener): Promise<Unsubscribe> {
+    let set = this.listeners.get(channel);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(channel, set);
+      this.ready.set(channel, this.conn.redis.subscribe(channel));
+    }
+    set.add(listener);
+    try {
+      await this.ready.get(channel);
+    } catch (err) {
+      set.delete(listener);
+      if (set.size === 0) this.forget(channel, set);
+      throw err;
+    }
+    let done = false;
+    return async () => {
+      if (done) return;
+      done = true;
+      set.delete(listener);
+      if (set.size === 0 && this.listeners.get(channel) === set) {
+        this.forget(channel, set);
+        if (!this.closed) await this.conn.redis.unsubscribe(channel).catch(() => {});
+      }
+    };
+  }
+
+  /** Called after the connection came back and every channel is subscribed again. */
+  onReconnect(listener: () => void): () => void {
+    this.reconnectListeners.add(listener);
+    return () => this.reconnectListeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.listeners.clear();
+    this.reconnectListeners.clear();
+    await closeRedis(this.conn);
+  }
+
+  private forget(channel: string, set: Set<MessageListener>): void {
+    if (this.listeners.get(channel) !== set) return;
+    this.listeners.delete(channel);
+    this.ready.delete(channel);
+  }
+
+  private dispatch(channel: string, message: string): void {
+    const set = this.listeners.get(channel);
+    if (!set) return;
+    for (const listener of [...set]) {
+      try {
+        listener(message, channel);
+      } catch (err) {
+        queueMicrotask(() => {
+          throw err;
+        });
+      }
+    }
+  }
+
+  private async resubscribe(): Promise<void> {
+    const channels = [...this.listeners.keys()];
+    try {
+      if (channels.length) await this.conn.redis.subscribe(...channels);
+    } catch {
+      return; // the next reconnect tries again
+    }
+    for (const listener of [...this.reconnectListeners]) {
+      try {
+        listener();
+      } catch {
+        // a listener's own failure must not stop the others
+      }
+    }
+  }
+}

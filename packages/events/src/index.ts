@@ -1,0 +1,3 @@
+export * from "./event-stream.ts";
+export * from "./publisher.ts";
+export * from "./schema.ts";

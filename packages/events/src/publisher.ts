@@ -1,0 +1,90 @@
+import { type Keys, LuaScript, type Retention } from "@flotilla/core";
+import type { Redis } from "ioredis";
+import { type AgentEvent, keepsEvent } from "./schema.ts";
+
+const publishScript = LuaScript.fromFile(new URL("../lua/publish.lua", import.meta.url), 3);
+
+export interface PublisherOptions {
+  taskId: string;
+  attempt: number;
+  agent: string;
+  detailed: boolean;
+  /** Called once when Redis refuses the attempt's events: the task ended or was taken over. */
+  onStale?: () => void;
+}
+
+/**
+ * Publishes one attempt's events. Events emitted in the same tick go to Redis as one batch
+ * (one script call, one Pub/Sub message) in the order emitted; the script fences on the attempt.
+ */
+export class EventPublisher {
+  private readonly redis: Redis;
+  private readonly keys: string[];
+  private readonly retention: Retention;
+  private readonly opts: PublisherOptions;
+  private buffer: string[] = [];
+  private scheduled = false;
+  private chain: Promise<void> = Promise.resolve();
+  private stale = false;
+  private failure: unknown;
+  /** Number of events Redis accepted. */
+  published = 0;
+
+  constructor(redis: Redis, keys: Keys, retention: Retention, options: PublisherOptions) {
+    this.redis = redis;
+    this.retention = retention;
+    this.opts = options;
+    this.keys = [keys.task(options.taskId), keys.events(options.taskId), keys.eventsChannel(options.taskId)];
+    publishScript.install(redis);
+  }
+
+  get isStale(): boolean {
+    return this.stale;
+  }
+
+  emit(event: AgentEvent): void {
+    if (this.stale || !keepsEvent(this.opts.detailed, event.type)) return;
+    const { taskId, attempt, agent } = this.opts;
+    this.buffer.push(JSON.stringify({ ...event, taskId, attempt, ts: Date.now(), agent }));
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        void this.flush();
+      });
+    }
+  }
+
+  /** Sends what is buffered; resolves when every event emitted so far is in Redis. */
+  flush(): Promise<void> {
+    if (this.buffer.length > 0) {
+      const batch = this.buffer;
+      this.buffer = [];
+      this.chain = this.chain.then(() => this.send(batch));
+    }
+    return this.chain.then(() => {
+      if (this.failure) throw this.failure;
+    });
+  }
+
+  private async send(batch: string[]): Promise<void> {
+    if (this.stale || this.failure) return;
+    const r = this.retention;
+    try {
+      const last = (await publishScript.run(this.redis, this.keys, [
+        this.opts.attempt,
+        r.eventMaxLen,
+        r.eventTtlMs,
+        ...batch,
+      ])) as number;
+      if (last < 0) {
+        this.stale = true;
+        this.opts.onStale?.();
+      } else {
+        this.published += batch.length;
+      }
+    } catch (err) {
+      this.failure = err;
+    }
+  }
+}

@@ -1,0 +1,64 @@
+import type { Keys } from "@flotilla/core";
+import type { Redis } from "ioredis";
+import { type WorkerRecord, WorkerRecordSchema } from "./schema.ts";
+
+export interface WorkerStatus extends Partial<WorkerRecord> {
+  workerId: string;
+  lastBeat: number;
+  /** False once its last beat is older than the threshold. */
+  alive: boolean;
+}
+
+export interface FleetStatus {
+  workers: WorkerStatus[];
+  live: number;
+  dead: number;
+  /** Tasks running on live workers. */
+  running: number;
+  at: number;
+}
+
+export interface FleetStatusOptions {
+  /**
+   * A worker whose last beat is older than this is dead.
+   * @default two thirds of each worker's heartbeat TTL (two missed beats)
+   */
+  deadAfterMs?: number;
+}
+
+/** Lists the fleet: live workers with their figures, and workers that stopped beating as dead. */
+export async function getFleetStatus(redis: Redis, keys: Keys, options: FleetStatusOptions = {}): Promise<FleetStatus> {
+  const now = Date.now();
+  const rows = await redis.zrange(keys.workers(), 0, -1, "WITHSCORES");
+  const ids: string[] = [];
+  const beats: number[] = [];
+  for (let i = 0; i < rows.length; i += 2) {
+    ids.push(rows[i]!);
+    beats.push(Number(rows[i + 1]));
+  }
+  const records = ids.length ? await redis.mget(...ids.map((id) => keys.worker(id))) : [];
+  const workers: WorkerStatus[] = ids.map((workerId, i) => {
+    const parsed = records[i] ? WorkerRecordSchema.safeParse(safeJson(records[i]!)) : undefined;
+    const record = parsed?.success ? parsed.data : undefined;
+    const lastBeat = record?.lastBeat ?? beats[i]!;
+    const threshold = options.deadAfterMs ?? Math.floor(((record?.heartbeatTtlMs ?? 15_000) * 2) / 3);
+    const alive = record !== undefined && now - lastBeat <= threshold;
+    return { ...record, workerId, lastBeat, alive };
+  });
+  const live = workers.filter((w) => w.alive);
+  return {
+    workers,
+    live: live.length,
+    dead: workers.length - live.length,
+    running: live.reduce((n, w) => n + (w.running?.length ?? 0), 0),
+    at: now,
+  };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,73 @@
+import { hostname } from "node:os";
+import type { Keys } from "@flotilla/core";
+import type { Redis } from "ioredis";
+import type { WorkerRecord } from "./schema.ts";
+
+export interface HeartbeatOptions {
+  workerId: string;
+  queues: readonly string[];
+  concurrency: number;
+  /** The record expires this long after the last beat; beats come every third of it. @default 15_000 */
+  ttlMs?: number;
+  /** Live figures, read on every beat. */
+  snapshot: () => { running: string[]; completed: number; failed: number };
+  /** Told about a beat that could not be written (the next beat retries). */
+  onError?: (err: unknown) => void;
+}
+
+/** Keeps a worker's record alive in Redis while it runs; removes it on a clean stop. */
+export class Heartbeat {
+  private readonly redis: Redis;
+  private readonly keys: Keys;
+  private readonly opts: HeartbeatOptions;
+  private readonly ttlMs: number;
+  private readonly startedAt = Date.now();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(redis: Redis, keys: Keys, options: HeartbeatOptions) {
+    this.redis = redis;
+    this.keys = keys;
+    this.opts = options;
+    this.ttlMs = options.ttlMs ?? 15_000;
+  }
+
+  async start(): Promise<void> {
+    await this.beat();
+    this.timer = setInterval(() => {
+      this.beat().catch((err) => this.opts.onError?.(err));
+    }, Math.max(10, Math.floor(this.ttlMs / 3)));
+    this.timer.unref();
+  }
+
+  async beat(): Promise<void> {
+    const now = Date.now();
+    const live = this.opts.snapshot();
+    const record: WorkerRecord = {
+      workerId: this.opts.workerId,
+      hostname: hostname(),
+      pid: process.pid,
+      queues: [...this.opts.queues],
+      concurrency: this.opts.concurrency,
+      running: live.running,
+      completed: live.completed,
+      failed: live.failed,
+      startedAt: this.startedAt,
+      lastBeat: now,
+      heartbeatTtlMs: this.ttlMs,
+    };
+    await this.redis
+      .pipeline()
+      .set(this.keys.worker(this.opts.workerId), JSON.stringify(record), "PX", this.ttlMs)
+      .zadd(this.keys.workers(), now, this.opts.workerId)
+      // Forget workers silent for a day; their records expired long ago.
+      .zremrangebyscore(this.keys.workers(), "-inf", now - 86_400_000)
+      .exec();
+  }
+
+  /** Stops beating and removes the record at once. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.redis.pipeline().del(this.keys.worker(this.opts.workerId)).zrem(this.keys.workers(), this.opts.workerId).exec();
+  }
+}

@@ -1,0 +1,3 @@
+export * from "./fleet.ts";
+export * from "./heartbeat.ts";
+export * from "./schema.ts";

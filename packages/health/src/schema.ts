@@ -1,0 +1,17 @@
+import { z } from "zod";
+
+/** What each worker writes on every beat. */
+export const WorkerRecordSchema = z.object({
+  workerId: z.string(),
+  hostname: z.string(),
+  pid: z.number().int(),
+  queues: z.array(z.string()),
+  concurrency: z.number().int().positive(),
+  running: z.array(z.string()),
+  completed: z.number().int().min(0),
+  failed: z.number().int().min(0),
+  startedAt: z.number(),
+  lastBeat: z.number(),
+  heartbeatTtlMs: z.number().int().positive(),
+});
+export type WorkerRecord = z.infer<typeof WorkerRecordSchema>;

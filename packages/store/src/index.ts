@@ -1,0 +1,2 @@
+export { decodeCursor, encodeCursor, type Position } from "./cursor.ts";
+export * from "./task-store.ts";

@@ -1,0 +1,25 @@
+import type { AgentSpec, JsonValue } from "@flotilla/core";
+import type { AgentEvent } from "@flotilla/events";
+
+/** Everything an executor needs to run one attempt of a task. */
+export interface ExecutionContext {
+  taskId: string;
+  attempt: number;
+  queue: string;
+  agent: AgentSpec;
+  input: JsonValue;
+  metadata: Record<string, JsonValue>;
+  /** Aborted on cancel, timeout, shutdown, or when the attempt lost its claim; `reason` says which. */
+  signal: AbortSignal;
+  /** Publishes an event (batched per tick, in order). */
+  emit(event: AgentEvent): void;
+}
+
+/**
+ * Runs a task's agent and returns its result (JSON). The Worker owns claiming, status, events and
+ * cancel; an executor only runs. The default runs @flotilla/agent in process; others (Temporal)
+ * plug in here.
+ */
+export interface Executor {
+  execute(context: ExecutionContext): Promise<JsonValue>;
+}

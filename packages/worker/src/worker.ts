@@ -1,0 +1,436 @@
+import { EventEmitter } from "node:events";
+import { hostname } from "node:os";
+import { type Agent, type ModelProvider, type ProviderRegistry, type ToolRegistry } from "@flotilla/agent";
+import { Broker, type ParsedEntry, parseEntry, type RawEntry } from "@flotilla/broker";
+import { CancelListener } from "@flotilla/cancel";
+import {
+  type AgentSpec,
+  AgentSpecSchema,
+  closeRedis,
+  createKeys,
+  ErrorCodes,
+  FlotillaError,
+  type JsonValue,
+  type Keys,
+  newId,
+  type OwnedRedis,
+  openRedis,
+  parseInput,
+  parseStored,
+  QueueNameSchema,
+  type RedisConnection,
+  type Retention,
+  type RetentionOptions,
+  resolveRetention,
+  SubscriberHub,
+  type TaskError,
+  TaskPayloadSchema,
+  toTaskError,
+} from "@flotilla/core";
+import { EventPublisher } from "@flotilla/events";
+import { Heartbeat } from "@flotilla/health";
+import { type FinishInput, parseFinish, TaskStore } from "@flotilla/store";
+import { agentExecutor } from "./agent-executor.ts";
+import type { Executor } from "./executor.ts";
+import { type Logger, silentLogger } from "./logger.ts";
+
+export interface WorkerOptions {
+  /** Redis URL, ioredis options or instance. @default "redis://127.0.0.1:6379" */
+  redis?: RedisConnection;
+  /** Key prefix shared with the clients. @default "flotilla" */
+  prefix?: string;
+  /** Queues to claim from. @default ["default"] */
+  queues?: string[];
+  /** Tasks run at once in this process. @default 4 */
+  concurrency?: number;
+  /**
+   * When given, the only agents this worker runs, matched by name; a task runs the worker's
+   * definition, so a payload cannot change an agent's model, instructions or tools.
+   * A task naming any other agent fails with UNKNOWN_AGENT.
+   */
+  agents?: ReadonlyArray<Agent | AgentSpec>;
+  /** Tools by name. A task can use only these. */
+  tools?: ToolRegistry;
+  /** Model providers by name (`scripted` is built in). */
+  providers?: ProviderRegistry;
+  /** One provider for every model (tests, proxies). */
+  provider?: ModelProvider;
+  /** Runs the agents; the default runs them in process. */
+  executor?: Executor;
+  /** Heartbeat record TTL; beats come every third of it. @default 15_000 */
+  heartbeatTtlMs?: number;
+  /** How long one claim call blocks waiting for work. @default 5_000 */
+  blockMs?: number;
+  /** @default `${hostname}-${pid}-${random}` */
+  workerId?: string;
+  retention?: RetentionOptions;
+  logger?: Logger;
+}
+
+export interface StopOptions {
+  /** Running tasks get this long to finish; then they are cancelled (code SHUTDOWN). @default 30_000 */
+  drainTimeoutMs?: number;
+}
+
+export interface TaskEndEvent {
+  taskId: string;
+  attempt: number;
+  status: FinishInput["status"];
+  error?: TaskError | undefined;
+  recorded: boolean;
+}
+
+interface Running {
+  taskId: string;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+/** Why a run was aborted: the signal's reason, so the outcome is decided by what happened. */
+class AbortReason extends FlotillaError {}
+
+/**
+ * Claims tasks from Redis and runs them, `concurrency` at a time.
+ *
+ * Events: `task:started` ({ taskId, attempt }), `task:ended` (TaskEndEvent),
+ * `entry:dead-lettered` ({ queue, entryId, reason }), `worker:error` (Error).
+ */
+export class Worker extends EventEmitter {
+  readonly workerId: string;
+  readonly queues: readonly string[];
+  readonly concurrency: number;
+  private readonly keys: Keys;
+  private readonly retention: Retention;
+  private readonly log: Logger;
+  private readonly executor: Executor;
+  private readonly agents: ReadonlyMap<string, AgentSpec> | undefined;
+  private readonly blockMs: number;
+  private readonly heartbeatTtlMs: number;
+  private readonly redisOption: RedisConnection | undefined;
+  private readonly running = new Map<string, Running>();
+  private conn: OwnedRedis | undefined;
+  private blocking: OwnedRedis | undefined;
+  private blockingClientId: number | undefined;
+  private hub: SubscriberHub | undefined;
+  private store: TaskStore | undefined;
+  private broker: Broker | undefined;
+  private cancels: CancelListener | undefined;
+  private heartbeat: Heartbeat | undefined;
+  private loop: Promise<void> | undefined;
+  private stopping = false;
+  private stopped: Promise<void> | undefined;
+  private slotWaiter: (() => void) | undefined;
+  private counts = { completed: 0, failed: 0 };
+
+  constructor(options: WorkerOptions = {}) {
+    super();
+    this.queues = (options.queues ?? ["default"]).map((q) => parseInput(QueueNameSchema, q, "queue name"));
+    if (this.queues.length === 0) throw new FlotillaError(ErrorCodes.VALIDATION, "a worker needs at least one queue");
+    this.concurrency = options.concurrency ?? 4;
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1) {
+      throw new FlotillaError(ErrorCodes.VALIDATION, `concurrency must be a positive integer, got ${options.concurrency}`);
+    }
+    this.keys = createKeys(options.prefix);
+    this.retention = resolveRetention(options.retention);
+    this.log = options.logger ?? silentLogger;
+    this.blockMs = options.blockMs ?? 5000;
+    this.heartbeatTtlMs = options.heartbeatTtlMs ?? 15_000;
+    this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${newId().slice(-6)}`;
+    this.redisOption = options.redis;
+    this.executor =
+      options.executor ?? agentExecutor({ tools: options.tools, providers: options.providers, provider: options.provider });
+    if (options.agents) {
+      this.agents = new Map(
+        options.agents.map((a) => {
+          const spec = parseInput(AgentSpecSchema, "toJSON" in a ? a.toJSON() : a, "agent");
+          return [spec.name, spec] as const;
+        }),
+      );
+    }
+  }
+
+  /** Ids of the tasks running now. */
+  get runningTaskIds(): string[] {
+    return [...this.running.keys()];
+  }
+
+  get stats(): { running: number; completed: number; failed: number } {
+    return { running: this.running.size, ...this.counts };
+  }
+
+  /** Connects, joins the fleet and starts claiming. Resolves once it is claiming. */
+  async start(): Promise<void> {
+    if (this.conn) throw new FlotillaError(ErrorCodes.VALIDATION, "worker already started");
+    this.conn = openRedis(this.redisOption, "command");
+    this.blocking = openRedis(this.redisOption, "blocking");
+    this.hub = new SubscriberHub(openRedis(this.redisOption, "subscriber"));
+    const redis = this.conn.redis;
+    for (const r of [redis, this.blocking.redis]) r.on("error", (err) => this.log.debug("redis connection error", { err }));
+    this.store = new TaskStore(redis, this.keys, this.retention);
+    this.broker = new Broker(redis, this.keys);
+    this.cancels = new CancelListener(redis, this.hub, this.keys);
+    this.heartbeat = new Heartbeat(redis, this.keys, {
+      workerId: this.workerId,
+      queues: this.queues,
+      concurrency: this.concurrency,
+      ttlMs: this.heartbeatTtlMs,
+      snapshot: () => ({ running: this.runningTaskIds, ...this.counts }),
+      onError: (err) => this.log.warn("heartbeat failed", { err }),
+    });
+    for (const q of this.queues) await this.broker.ensureGroup(q);
+    await this.cancels.start();
+    await this.trackBlockingClientId();
+    this.blocking.redis.on("ready", () => void this.trackBlockingClientId());
+    await this.heartbeat.start();
+    this.loop = this.claimLoop();
+    this.log.info("worker started", { workerId: this.workerId, queues: this.queues, concurrency: this.concurrency });
+  }
+
+  /**
+   * Stops claiming, lets running tasks finish for up to `drainTimeoutMs`, cancels what is left
+   * (recorded CANCELLED with code SHUTDOWN), leaves the fleet and closes its connections.
+   */
+  stop(options: StopOptions = {}): Promise<void> {
+    this.stopped ??= this.shutdown(options.drainTimeoutMs ?? 30_000);
+    return this.stopped;
+  }
+
+  private async shutdown(drainTimeoutMs: number): Promise<void> {
+    this.stopping = true;
+    this.slotWaiter?.();
+    if (this.blockingClientId !== undefined && this.conn) {
+      await this.conn.redis.client("UNBLOCK", this.blockingClientId).catch(() => {});
+    }
+    await this.loop;
+    const drained = await waitAll([...this.running.values()].map((r) => r.done), drainTimeoutMs);
+    if (!drained) {
+      this.log.warn("drain deadline reached: cancelling running tasks", { tasks: this.runningTaskIds });
+      for (const r of this.running.values()) {
+        r.controller.abort(new AbortReason(ErrorCodes.SHUTDOWN, `worker ${this.workerId} shut down before the task finished`));
+      }
+      await Promise.all([...this.running.values()].map((r) => r.done));
+    }
+    await this.heartbeat?.stop().catch((err) => this.log.warn("could not remove heartbeat", { err }));
+    await this.cancels?.stop();
+    await this.hub?.close();
+    await closeRedis(this.blocking);
+    await closeRedis(this.conn);
+    this.log.info("worker stopped", { workerId: this.workerId, ...this.counts });
+  }
+
+  private async trackBlockingClientId(): Promise<void> {
+    try {
+      this.blockingClientId = Number(await this.blocking!.redis.client("ID"));
+    } catch {
+      this.blockingClientId = undefined;
+    }
+  }
+
+  private async claimLoop(): Promise<void> {
+    let failures = 0;
+    while (!this.stopping) {
+      if (this.running.size >= this.concurrency) {
+        await new Promise<void>((resolve) => {
+          this.slotWaiter = resolve;
+        });
+        this.slotWaiter = undefined;
+        continue;
+      }
+      let entries: RawEntry[];
+      try {
+        entries = await this.broker!.claim(
+          this.blocking!.redis,
+          this.workerId,
+          this.queues,
+          this.concurrency - this.running.size,
+          this.blockMs,
+        );
+        failures = 0;
+      } catch (err) {
+        if (this.stopping) break;
+        failures++;
+        this.log.warn("claim failed; retrying", { err, failures });
+        this.emit("worker:error", err);
+        await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** failures, 5000)));
+        continue;
+      }
+      for (const raw of entries) this.dispatch(parseEntry(raw));
+    }
+  }
+
+  private dispatch(entry: ParsedEntry): void {
+    if (!entry.ok) {
+      void this.deadLetter(entry.queue, entry.entryId, entry.reason, entry.fields, undefined);
+      return;
+    }
+    const key = `${entry.queue}/${entry.entryId}`;
+    const controller = new AbortController();
+    const running: Running = { taskId: entry.taskId, controller, done: Promise.resolve() };
+    this.running.set(key, running);
+    running.done = this.runTask(entry.queue, entry.entryId, entry.taskId, controller)
+      .catch((err) => {
+        this.log.error("task handling failed", { taskId: entry.taskId, err });
+        this.emit("worker:error", err);
+      })
+      .finally(() => {
+        this.running.delete(key);
+        this.slotWaiter?.();
+      });
+  }
+
+  private async deadLetter(
+    queue: string,
+    entryId: string,
+    reason: string,
+    fields: Record<string, string> | null,
+    taskId: string | undefined,
+  ): Promise<void> {
+    try {
+      await this.broker!.deadLetter(queue, entryId, { reason, fields, taskId });
+      this.log.warn("entry dead-lettered", { queue, entryId, reason, taskId });
+      this.emit("entry:dead-lettered", { queue, entryId, reason, taskId });
+    } catch (err) {
+      this.log.error("could not dead-letter entry", { queue, entryId, err });
+      this.emit("worker:error", err);
+    }
+  }
+
+  private async runTask(queue: string, entryId: string, taskId: string, controller: AbortController): Promise<void> {
+    const store = this.store!;
+    const redis = this.conn!.redis;
+    // Watch before starting: a cancel that lands between the start script and the watch would be lost.
+    const unwatch = this.cancels!.watch(taskId, (reason) => controller.abort(new AbortReason(ErrorCodes.CANCELLED, reason)));
+    try {
+      const start = await store.start(taskId, this.workerId);
+      if (start.kind === "skip") {
+        if (start.reason === "missing") {
+          await this.deadLetter(queue, entryId, "task record not found (expired or never written)", { task: taskId }, taskId);
+        } else {
+          // Cancelled while waiting, already finished, or run by another entry: nothing to do.
+          await this.broker!.ack(queue, entryId);
+        }
+        return;
+      }
+      const { attempt } = start;
+      this.emit("task:started", { taskId, attempt });
+
+      let payload: { agent: AgentSpec; input: JsonValue };
+      let metadata: Record<string, JsonValue> = {};
+      try {
+        payload = parseStored(TaskPayloadSchema, JSON.parse(start.payload), `payload of task ${taskId}`);
+      } catch (err) {
+        const error: TaskError = { code: ErrorCodes.INVALID_PAYLOAD, message: toTaskError(err).message };
+        await this.record(queue, entryId, taskId, { attempt, status: "FAILED", agent: "", error });
+        await this.deadLetter(queue, entryId, `invalid payload: ${error.message}`, { task: taskId }, taskId);
+        return;
+      }
+      const agentName = payload.agent.name;
+      const agent = this.agents ? this.agents.get(agentName) : payload.agent;
+      if (!agent) {
+        const error = { code: ErrorCodes.UNKNOWN_AGENT, message: `this worker does not run agent "${agentName}"` };
+        await this.record(queue, entryId, taskId, { attempt, status: "FAILED", agent: agentName, error });
+        return;
+      }
+      const record = await store.get(taskId);
+      metadata = (record?.metadata ?? {}) as Record<string, JsonValue>;
+
+      const publisher = new EventPublisher(redis, this.keys, this.retention, {
+        taskId,
+        attempt,
+        agent: agentName,
+        detailed: start.detailed,
+        onStale: () => controller.abort(new AbortReason(ErrorCodes.STALE_ATTEMPT, "the task is no longer ours")),
+      });
+      const timer =
+        start.timeoutMs === undefined
+          ? undefined
+          : setTimeout(
+              () => controller.abort(new AbortReason(ErrorCodes.TIMEOUT, `timed out after ${start.timeoutMs} ms`)),
+              start.timeoutMs,
+            );
+      const aborted = new Promise<never>((_, reject) => {
+        const onAbort = () => reject(controller.signal.reason);
+        if (controller.signal.aborted) onAbort();
+        else controller.signal.addEventListener("abort", onAbort, { once: true });
+      });
+      aborted.catch(() => {});
+
+      let outcome: FinishInput;
+      try {
+        const execution = this.executor.execute({
+          taskId,
+          attempt,
+          queue,
+          agent,
+          input: payload.input,
+          metadata,
+          signal: controller.signal,
+          emit: (event) => publisher.emit(event),
+        });
+        execution.catch(() => {}); // it may settle after an abort we already acted on
+        // An executor that ignores its signal must not hold the task's outcome hostage.
+        const result = await Promise.race([execution, aborted]);
+        await publisher.flush();
+        outcome = { attempt, status: "COMPLETED", agent: agentName, result: result ?? null };
+      } catch (err) {
+        outcome = this.failure(attempt, agentName, controller.signal, err);
+        if (outcome.status === "FAILED" && !publisher.isStale) {
+          publisher.emit({ type: "error", message: outcome.error!.message, code: outcome.error!.code });
+        }
+        await publisher.flush().catch(() => {});
+      } finally {
+        if (timer) clearTimeout(timer);
+      }
+      const reason: unknown = controller.signal.reason;
+      if (reason instanceof AbortReason && reason.code === ErrorCodes.STALE_ATTEMPT) {
+        this.log.warn("attempt lost its claim; leaving the outcome to its owner", { taskId, attempt });
+        return;
+      }
+      await this.record(queue, entryId, taskId, outcome);
+    } finally {
+      unwatch();
+    }
+  }
+
+  /** Decides how a failed or aborted attempt ends. (Retry policy hooks in here.) */
+  protected failure(attempt: number, agent: string, signal: AbortSignal, err: unknown): FinishInput {
+    const reason = signal.aborted ? signal.reason : err;
+    const error = toTaskError(reason);
+    if (reason instanceof AbortReason && (reason.code === ErrorCodes.CANCELLED || reason.code === ErrorCodes.SHUTDOWN)) {
+      return { attempt, status: "CANCELLED", agent, error };
+    }
+    return { attempt, status: "FAILED", agent, error };
+  }
+
+  /** Writes the outcome and acknowledges the entry in one round trip. */
+  private async record(queue: string, entryId: string, taskId: string, outcome: FinishInput): Promise<void> {
+    const redis = this.conn!.redis;
+    const pipeline = redis.pipeline();
+    this.store!.queueFinish(pipeline, taskId, outcome);
+    this.broker!.queueAck(pipeline, queue, [entryId]);
+    const [[finishErr, finishReply] = [], [ackErr] = []] = (await pipeline.exec()) ?? [];
+    if (finishErr) throw finishErr;
+    if (ackErr) throw ackErr;
+    const finished = parseFinish(finishReply);
+    if (finished.ok) {
+      if (outcome.status === "COMPLETED") this.counts.completed++;
+      else if (outcome.status === "FAILED") this.counts.failed++;
+    } else {
+      this.log.warn("outcome not recorded", { taskId, reason: finished.reason, status: finished.status });
+    }
+    this.log.info("task ended", { taskId, attempt: outcome.attempt, status: outcome.status, error: outcome.error, recorded: finished.ok });
+    const end: TaskEndEvent = { taskId, attempt: outcome.attempt, status: outcome.status, error: outcome.error, recorded: finished.ok };
+    this.emit("task:ended", end);
+  }
+}
+
+async function waitAll(promises: Promise<unknown>[], timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  const all = Promise.all(promises).then(() => true as const);
+  const done = await Promise.race([all, timeout]);
+  clearTimeout(timer);
+  return done;
+}

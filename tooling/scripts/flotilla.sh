@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# One entry point for a fresh clone: provides Node >= 22.12 and pnpm (installing Node 24 and pnpm
+# from the npm registry into tooling/.toolchain when the machine's are missing or too old),
+# installs dependencies, then runs: setup | demo | test | ci-build.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+TOOLCHAIN="$ROOT/tooling/.toolchain"
+PNPM_VERSION=$(sed -n 's/.*"packageManager": *"pnpm@\([^"]*\)".*/\1/p' "$ROOT/package.json")
+export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1 npm_config_update_notifier=false
+
+log() { printf '\033[2m[flotilla]\033[0m %s\n' "$*" >&2; }
+
+node_ok() {
+  command -v node >/dev/null 2>&1 &&
+    node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>22||(a===22&&b>=12)?0:1)'
+}
+
+ensure_toolchain() {
+  if [ -x "$TOOLCHAIN/node_modules/.bin/node" ]; then
+    export PATH="$TOOLCHAIN/node_modules/.bin:$PATH"
+  fi
+  if ! node_ok; then
+    log "Node $(node --version 2>/dev/null || echo none) is older than 22.12: installing Node 24 into tooling/.toolchain"
+    command -v npm >/dev/null || { log "npm is needed to install Node 24"; exit 1; }
+    npm install --prefix "$TOOLCHAIN" --no-audit --no-fund --loglevel=error "node@24" "pnpm@$PNPM_VERSION" >&2
+    export PATH="$TOOLCHAIN/node_modules/.bin:$PATH"
+  fi
+  if [ "$(pnpm --version 2>/dev/null || true)" != "$PNPM_VERSION" ]; then
+    log "installing pnpm $PNPM_VERSION into tooling/.toolchain"
+    npm install --prefix "$TOOLCHAIN" --no-audit --no-fund --loglevel=error "pnpm@$PNPM_VERSION" >&2
+    export PATH="$TOOLCHAIN/node_modules/.bin:$PATH"
+  fi
+  log "node $(node --version), pnpm $(pnpm --version)"
+}
+
+ensure_deps() {
+  local stamp="$ROOT/node_modules/.flotilla-lock"
+  if [ -f "$stamp" ] && cmp -s "$ROOT/pnpm-lock.yaml" "$stamp"; then return; fi
+  log "installing dependencies"
+  if [ -n "${CI:-}" ]; then
+    (cd "$ROOT" && pnpm install --frozen-lockfile --reporter=append-only) >&2
+  else
+    (cd "$ROOT" && pnpm install --reporter=append-only) >&2
+  fi
+  cp "$ROOT/pnpm-lock.yaml" "$stamp"
+}
+
+# Uses REDIS_URL (default 127.0.0.1:6379); if nothing answers and redis-server is on PATH,
+# starts a throwaway Redis on a free port for this run and stops it on exit.
+ensure_redis() {
+  local url="${REDIS_URL:-redis://127.0.0.1:6379}"
+  if node "$ROOT/tooling/scripts/redis-ping.mjs" "$url"; then export REDIS_URL="$url"; return; fi
+  command -v redis-server >/dev/null || { log "no Redis answers at $url and redis-server is not on PATH"; exit 1; }
+  local port dir
+  port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+  dir=$(mktemp -d)
+  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" --daemonize yes \
+    --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null
+  trap "kill \$(cat '$dir/redis.pid' 2>/dev/null) 2>/dev/null || true; rm -rf '$dir'" EXIT
+  export REDIS_URL="redis://127.0.0.1:$port"
+  for _ in $(seq 50); do node "$ROOT/tooling/scripts/redis-ping.mjs" "$REDIS_URL" && break; sleep 0.1; done
+  log "started a throwaway Redis at $REDIS_URL"
+}
+
+cmd=${1:-setup}
+shift || true
+ensure_toolchain
+ensure_deps
+case "$cmd" in
+  setup) ;;
+  build) (cd "$ROOT" && pnpm exec turbo run build --output-logs=errors-only) ;;
+  demo)
+    (cd "$ROOT" && pnpm exec turbo run build --output-logs=errors-only)
+    (cd "$ROOT" && node apps/demo/dist/main.js "$@") ;;
+  test)
+    ensure_redis
+    (cd "$ROOT" && pnpm exec vitest run "$@") ;;
+  *) (cd "$ROOT" && "$cmd" "$@") ;;
+esac

@@ -1,0 +1,9 @@
+import { defineConfig } from "vitest/config";
+import SummaryReporter from "./tooling/vitest/summary-reporter.ts";
+
+export default defineConfig({
+  test: {
+    projects: ["packages/*", "apps/*"],
+    reporters: ["default", new SummaryReporter()],
+  },
+});
