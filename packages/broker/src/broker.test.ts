@@ -1,0 +1,83 @@
+import { CONSUMER_GROUP, createKeys } from "@flotilla/core";
+import { cleanupPrefix, testPrefix, testRedis } from "@flotilla/tooling/test-utils";
+import { afterAll, describe, expect, it } from "vitest";
+import { Broker } from "./broker.ts";
+import { parseEntry } from "./entry.ts";
+
+const redis = testRedis();
+const blocking = testRedis();
+const prefix = testPrefix("broker");
+const keys = createKeys(prefix);
+const broker = new Broker(redis, keys);
+afterAll(async () => {
+  await cleanupPrefix(redis, prefix);
+  await redis.quit();
+  await blocking.quit();
+});
+
+describe("Broker", () => {
+  it("delivers entries added before the group existed", async () => {
+    await broker.enqueue("early", "t1");
+    await broker.enqueue("early", "t2");
+    await broker.ensureGroup("early");
+    await broker.ensureGroup("early"); // idempotent
+    const entries = await broker.claim(blocking, "c1", ["early"], 10, 100);
+    expect(entries.map((e) => parseEntry(e))).toMatchObject([
+      { ok: true, taskId: "t1" },
+      { ok: true, taskId: "t2" },
+    ]);
+  });
+
+  it("acks by deleting, so the stream holds only unfinished entries", async () => {
+    await broker.ensureGroup("acks");
+    await broker.enqueue("acks", "a");
+    await broker.enqueue("acks", "b");
+    const [first] = await broker.claim(blocking, "c1", ["acks"], 1, 100);
+    expect(await broker.depth("acks")).toEqual({ waiting: 1, inFlight: 1 });
+    expect(await broker.ack("acks", first!.entryId)).toBe(1);
+    expect(await redis.xlen(keys.queue("acks"))).toBe(1);
+    expect(await broker.depth("acks")).toEqual({ waiting: 1, inFlight: 0 });
+  });
+
+  it("claims across several queues in one blocking call", async () => {
+    await broker.ensureGroup("x");
+    await broker.ensureGroup("y");
+    const claiming = broker.claim(blocking, "c1", ["x", "y"], 10, 2000);
+    await broker.enqueue("y", "ty");
+    const entries = await claiming;
+    expect(entries).toMatchObject([{ queue: "y" }]);
+  });
+
+  it("dead-letters an entry with its reason and acknowledges it", async () => {
+    await broker.ensureGroup("dl");
+    await redis.xadd(keys.queue("dl"), "*", "garbage", "yes");
+    const [raw] = await broker.claim(blocking, "c1", ["dl"], 1, 100);
+    const parsed = parseEntry(raw!);
+    expect(parsed.ok).toBe(false);
+    if (parsed.ok) return;
+    await broker.deadLetter("dl", parsed.entryId, { reason: parsed.reason, fields: parsed.fields });
+    const [letter] = await broker.listDeadLetters("dl");
+    expect(letter).toMatchObject({ entryId: raw!.entryId, fields: { garbage: "yes" } });
+    expect(letter!.reason).toMatch(/malformed queue entry/);
+    const pending = (await redis.xpending(keys.queue("dl"), CONSUMER_GROUP)) as [number];
+    expect(pending[0]).toBe(0);
+    expect(await redis.xlen(keys.queue("dl"))).toBe(0);
+  });
+});
+
+describe("parseEntry", () => {
+  const cases: Array<[string, Record<string, string> | null, RegExp]> = [
+    ["no fields", null, /no fields/],
+    ["missing task", { foo: "bar" }, /task/],
+    ["braces in id", { task: "a{b}" }, /task/],
+    ["empty id", { task: "" }, /task/],
+    ["extra field", { task: "ok", extra: "1" }, /extra|Unrecognized/i],
+  ];
+  for (const [name, fields, reason] of cases) {
+    it(`rejects ${name}`, () => {
+      const parsed = parseEntry({ queue: "q", entryId: "1-1", fields });
+      expect(parsed.ok).toBe(false);
+      if (!parsed.ok) expect(parsed.reason).toMatch(reason);
+    });
+  }
+});

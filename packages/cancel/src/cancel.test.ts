@@ -1,0 +1,68 @@
+import { createKeys, DEFAULT_RETENTION, openRedis, SubscriberHub } from "@flotilla/core";
+import { TaskStore } from "@flotilla/store";
+import { cleanupPrefix, redisUrl, testPrefix, testRedis } from "@flotilla/tooling/test-utils";
+import { afterAll, describe, expect, it } from "vitest";
+import { CancelListener } from "./cancel-listener.ts";
+import { requestCancel } from "./request-cancel.ts";
+
+const redis = testRedis();
+const prefix = testPrefix("cancel");
+const keys = createKeys(prefix);
+const store = new TaskStore(redis, keys, DEFAULT_RETENTION);
+const hub = new SubscriberHub(openRedis(redisUrl(), "subscriber"));
+afterAll(async () => {
+  await hub.close();
+  await cleanupPrefix(redis, prefix);
+  await redis.quit();
+});
+
+let n = 0;
+async function task() {
+  const taskId = `c${++n}`;
+  await store.create({ taskId, queue: "q", agent: "a", payload: "{}", createdAt: Date.now(), detailed: false, maxRetries: 0, metadata: {} });
+  return taskId;
+}
+
+describe("cancel", () => {
+  it("ends a waiting task at once, stored, with its terminal event; a later claim skips it", async () => {
+    const id = await task();
+    expect(await requestCancel(redis, keys, DEFAULT_RETENTION, id, "not needed")).toEqual({ outcome: "cancelled", status: "CANCELLED" });
+    expect(await store.get(id)).toMatchObject({ status: "CANCELLED", cancelReason: "not needed", error: { code: "CANCELLED" } });
+    expect(await store.start(id, "w")).toMatchObject({ kind: "skip", reason: "terminal" });
+    const events = (await redis.xrange(keys.events(id), "-", "+")).map(([, f]) => JSON.parse(f[1]!));
+    expect(events).toMatchObject([{ seq: 1, type: "status", status: "cancelled" }]);
+  });
+
+  it("tells the worker running the task, through one shared subscription", async () => {
+    const listener = new CancelListener(redis, hub, keys);
+    await listener.start();
+    const id = await task();
+    const other = await task();
+    await store.start(id, "w");
+    await store.start(other, "w");
+    const heard: string[] = [];
+    listener.watch(id, (reason) => heard.push(`${id}:${reason}`));
+    listener.watch(other, (reason) => heard.push(`${other}:${reason}`));
+    const got = new Promise<void>((resolve) => listener.watch(id, (reason) => resolve(void heard.push(`${id}:${reason}`))));
+    expect(await requestCancel(redis, keys, DEFAULT_RETENTION, id, "user pressed stop")).toEqual({ outcome: "requested", status: "RUNNING" });
+    await got;
+    expect(heard).toEqual([`${id}:user pressed stop`]);
+    // Stored too: a worker that missed the message finds it on recheck.
+    const late: string[] = [];
+    listener.watch(id, (r) => late.push(r));
+    await listener.recheck();
+    expect(late).toEqual(["user pressed stop"]);
+    expect((await redis.pubsub("NUMSUB", keys.cancelChannel()))[1]).toBe(1);
+    await listener.stop();
+  });
+
+  it("is a no-op on a finished task, and says so", async () => {
+    const id = await task();
+    await store.start(id, "w");
+    await store.finish(id, { attempt: 1, status: "COMPLETED", agent: "a", result: 1 });
+    expect(await requestCancel(redis, keys, DEFAULT_RETENTION, id)).toEqual({ outcome: "finished", status: "COMPLETED" });
+    expect(await store.get(id)).toMatchObject({ status: "COMPLETED", result: 1 });
+    expect((await store.get(id))?.cancelRequestedAt).toBeUndefined();
+    expect(await requestCancel(redis, keys, DEFAULT_RETENTION, "ghost")).toEqual({ outcome: "missing", status: undefined });
+  });
+});

@@ -1,0 +1,44 @@
+import { describe, expect, it } from "vitest";
+import { createKeys } from "./keys.ts";
+
+// The CRC16 slot Redis Cluster computes, honouring hash tags.
+function slot(key: string): number {
+  const open = key.indexOf("{");
+  if (open >= 0) {
+    const close = key.indexOf("}", open + 1);
+    if (close > open + 1) key = key.slice(open + 1, close);
+  }
+  let crc = 0;
+  for (const byte of Buffer.from(key)) {
+    crc ^= byte << 8;
+    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc % 16384;
+}
+
+describe("keys", () => {
+  const k = createKeys("acme");
+
+  it("puts every key under the prefix", () => {
+    for (const key of [k.task("t1"), k.events("t1"), k.queue("q"), k.deadLetters("q"), k.taskIndex(), k.workers(), k.worker("w")]) {
+      expect(key.startsWith("acme:")).toBe(true);
+    }
+  });
+
+  it("keeps a task's keys in one cluster slot, and a queue's keys in another", () => {
+    expect(new Set([k.task("t1"), k.events("t1")].map(slot)).size).toBe(1);
+    expect(new Set([k.queue("q"), k.deadLetters("q")].map(slot)).size).toBe(1);
+    expect(new Set([k.workers(), k.worker("w1"), k.worker("w2")].map(slot)).size).toBe(1);
+    expect(slot(k.task("t1"))).not.toBe(slot(k.task("t2")));
+  });
+
+  it("refuses ids that would break a hash tag", () => {
+    expect(() => k.task("a}b")).toThrow(/invalid task id/);
+    expect(() => k.queue("")).toThrow();
+    expect(() => createKeys("bad{prefix")).toThrow(/invalid key prefix/);
+  });
+
+  it("defaults the prefix to flotilla", () => {
+    expect(createKeys().task("x")).toBe("flotilla:task:{x}");
+  });
+});
