@@ -1,0 +1,125 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { Agent } from "@flotilla/agent";
+import { FlotillaClient } from "@flotilla/client";
+import { cleanupPrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/tooling/test-utils";
+import { afterAll, describe, expect, it } from "vitest";
+
+const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
+const tools = fileURLToPath(new URL("./fixtures/count-tools.ts", import.meta.url));
+const prefix = testPrefix("procs");
+const redis = testRedis();
+const client = new FlotillaClient({ redis: redisUrl(), prefix });
+const children: ChildProcess[] = [];
+
+interface Proc {
+  child: ChildProcess;
+  workerId: string;
+  exited: Promise<number | null>;
+  logs: string[];
+}
+
+/** Starts a real flotilla-worker process, from source, and resolves once it is ready. */
+async function startWorker(workerId: string, extraEnv: Record<string, string> = {}): Promise<Proc> {
+  const child = spawn(process.execPath, ["--conditions=@flotilla/source", main], {
+    env: {
+      ...process.env,
+      REDIS_URL: redisUrl(),
+      FLOTILLA_PREFIX: prefix,
+      FLOTILLA_MODULE: tools,
+      FLOTILLA_CONCURRENCY: "4",
+      FLOTILLA_WORKER_ID: workerId,
+      FLOTILLA_HEARTBEAT_TTL_MS: "1500",
+      ...extraEnv,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  const logs: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stdout!.on("data", (d: Buffer) => {
+      logs.push(...d.toString().split("\n").filter(Boolean));
+      if (logs.some((l) => l.includes('"msg":"ready"'))) resolve();
+    });
+    child.stderr!.on("data", (d: Buffer) => logs.push(d.toString()));
+    void exited.then((code) => reject(new Error(`worker exited (${code}) before ready:\n${logs.join("\n")}`)));
+  });
+  await ready;
+  return { child, workerId, exited, logs };
+}
+
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+  await client.close();
+  await cleanupPrefix(redis, prefix);
+  await redis.quit();
+});
+
+const counter = new Agent({
+  name: "counter",
+  model: "scripted:count",
+  tools: ["count"],
+  options: { scripted: { toolCalls: [{ name: "count", args: { sleepMs: 15 } }], reply: "counted" } },
+});
+
+describe("flotilla-worker processes", () => {
+  it("two processes share one queue and run each task exactly once", async () => {
+    const [a, b] = await Promise.all([startWorker("proc-a"), startWorker("proc-b")]);
+    const handles = await Promise.all(Array.from({ length: 60 }, (_, i) => client.submit(counter, `task ${i}`)));
+    const results = await Promise.all(handles.map((h) => h.result({ timeoutMs: 30_000 })));
+    expect(results.every((r) => (r as { text: string }).text === "counted")).toBe(true);
+
+    const runs = await redis.hgetall(`${prefix}:test:runs`);
+    for (const h of handles) expect(runs[`${h.taskId}:1`], h.taskId).toBe("1");
+    expect(Object.keys(runs)).toHaveLength(60);
+    const byWorker = new Map<string, number>();
+    for (const h of handles) {
+      const { workerId } = await h.status();
+      byWorker.set(workerId!, (byWorker.get(workerId!) ?? 0) + 1);
+    }
+    expect([...byWorker.keys()].sort()).toEqual(["proc-a", "proc-b"]);
+
+    // kill -9 one: the fleet marks it dead once its beats stop; the other stays live.
+    a.child.kill("SIGKILL");
+    await a.exited;
+    const fleet = await waitFor(
+      async () => {
+        const f = await client.getFleetStatus({ deadAfterMs: 700 });
+        return f.workers.find((w) => w.workerId === "proc-a")?.alive === false ? f : undefined;
+      },
+      { what: "proc-a marked dead" },
+    );
+    expect(fleet.workers.find((w) => w.workerId === "proc-b")).toMatchObject({ alive: true, completed: byWorker.get("proc-b") });
+
+    // SIGTERM drains and exits 0, removing its record at once.
+    b.child.kill("SIGTERM");
+    expect(await b.exited).toBe(0);
+    const after = await client.getFleetStatus();
+    expect(after.workers.find((w) => w.workerId === "proc-b")).toBeUndefined();
+    expect(b.logs.some((l) => l.includes('"msg":"draining"'))).toBe(true);
+  });
+
+  it("drains on SIGTERM: a task running when the signal arrives still completes", async () => {
+    const w = await startWorker("proc-drain");
+    const slow = new Agent({ name: "slow", model: "scripted:slow", options: { scripted: { tokenDelayMs: 40 } } });
+    const handle = await client.submit(slow, "one two three four five six seven eight");
+    for await (const e of handle.stream()) if (e.type === "text") break;
+    w.child.kill("SIGTERM");
+    expect(await handle.result({ timeoutMs: 10_000 })).toMatchObject({ text: "Echo: one two three four five six seven eight" });
+    expect(await w.exited).toBe(0);
+  });
+
+  it("refuses a bad configuration with a clear message and exit code 2", async () => {
+    const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, "--concurrency", "zero"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let err = "";
+    child.stderr.on("data", (d: Buffer) => {
+      err += d.toString();
+    });
+    const code = await new Promise((resolve) => child.on("exit", resolve));
+    expect(code).toBe(2);
+    expect(err).toMatch(/invalid worker configuration: concurrency/);
+  });
+});

@@ -1,0 +1,175 @@
+import { Agent } from "@flotilla/agent";
+import { waitFor } from "@flotilla/tooling/test-utils";
+import { describe, expect, it } from "vitest";
+import {
+  ConnectionError,
+  DuplicateTaskError,
+  distributed,
+  FlotillaClient,
+  type FlotillaEvent,
+  TaskCancelledError,
+  TaskFailedError,
+  TaskNotFoundError,
+  ValidationError,
+  WaitTimeoutError,
+} from "../src/index.ts";
+import { echo, useFlotilla } from "./helpers.ts";
+
+async function collect(it: AsyncIterable<FlotillaEvent>): Promise<FlotillaEvent[]> {
+  const out: FlotillaEvent[] = [];
+  for await (const e of it) out.push(e);
+  return out;
+}
+
+describe("FlotillaClient", () => {
+  const env = useFlotilla("client");
+
+  it("runs tasks submitted before any worker started (group created at 0)", async () => {
+    const client = env.client();
+    const handles = await Promise.all([1, 2, 3].map((i) => client.submit(echo(), `early ${i}`, { queue: "early" })));
+    expect((await handles[0]!.status()).status).toBe("PENDING");
+    await env.worker({ queues: ["early"] });
+    const results = await Promise.all(handles.map((h) => h.result({ timeoutMs: 10_000 })));
+    expect(results).toMatchObject([{ text: "Echo: early 1" }, { text: "Echo: early 2" }, { text: "Echo: early 3" }]);
+  });
+
+  it("rejects bad input at submit with a typed error naming the field, and enqueues nothing", async () => {
+    const client = env.client();
+    const cases: Array<[() => Promise<unknown>, string]> = [
+      [() => client.submit({ name: "a", model: "no-colon" } as never, "x"), "model"],
+      [() => client.submit({ name: "", model: "scripted:x" } as never, "x"), "name"],
+      [() => client.submit(echo(), "x", { queue: "bad{queue}" }), "queue"],
+      [() => client.submit(echo(), "x", { timeoutMs: -5 }), "timeoutMs"],
+      [() => client.submit(echo(), "x", { taskId: "has space" }), "taskId"],
+      [() => client.submit(echo(), "x", { retries: 3 } as never), "options"],
+      [() => client.submit(echo(), (() => 1) as never), "input"],
+      [() => client.submit(echo(), "x".repeat(2_000_000)), "input"],
+    ];
+    for (const [submit, field] of cases) {
+      const err = await submit().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err, field).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).field, (err as Error).message).toBe(field);
+    }
+    expect(await env.admin.exists(`${env.prefix}:queue:{default}`)).toBe(0);
+  });
+
+  it("rejects a duplicate task id and never enqueues it twice", async () => {
+    const client = env.client();
+    await client.submit(echo(), "first", { taskId: "my-id", queue: "dupes" });
+    await expect(client.submit(echo(), "second", { taskId: "my-id", queue: "dupes" })).rejects.toBeInstanceOf(DuplicateTaskError);
+    expect(await env.admin.xlen(`${env.prefix}:queue:{dupes}`)).toBe(1);
+  });
+
+  it("result() throws the task's error when it failed, and gives up after timeoutMs", async () => {
+    const client = env.client();
+    const waiting = await client.submit(echo(), "nobody serves this queue", { queue: "idle" });
+    await expect(waiting.result({ timeoutMs: 100 })).rejects.toBeInstanceOf(WaitTimeoutError);
+    await env.worker();
+    const failing = await client.submit(echo({ failWith: "no tokens left" }), "x");
+    const err = await failing.result().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TaskFailedError);
+    expect((err as TaskFailedError).taskError).toEqual({ message: "no tokens left", code: "AGENT_ERROR" });
+  });
+
+  it("cancels a pending task at once; it is never run", async () => {
+    const client = env.client();
+    const handle = await client.submit(echo(), "never run me", { queue: "later" });
+    expect(await handle.cancel("changed my mind")).toEqual({ outcome: "cancelled", status: "CANCELLED" });
+    await expect(handle.result()).rejects.toBeInstanceOf(TaskCancelledError);
+    const events = await collect(handle.stream());
+    expect(events).toMatchObject([{ type: "status", status: "cancelled", error: { message: "changed my mind" } }]);
+    const w = await env.worker({ queues: ["later"] });
+    let started = 0;
+    w.on("task:started", () => started++);
+    await waitFor(async () => (await env.admin.xlen(`${env.prefix}:queue:{later}`)) === 0, { what: "entry acknowledged" });
+    expect(started).toBe(0);
+    expect(await handle.status()).toMatchObject({ status: "CANCELLED", attempt: 0 });
+  });
+
+  it("cancels a running task: its executor is aborted and it ends CANCELLED with a terminal event", async () => {
+    const client = env.client();
+    await env.worker();
+    const handle = await client.submit(echo({ tokenDelayMs: 50 }), "word ".repeat(400));
+    const events: FlotillaEvent[] = [];
+    let outcome: unknown;
+    for await (const e of handle.stream()) {
+      events.push(e);
+      if (e.type === "text" && !outcome) outcome = await handle.cancel("user pressed stop");
+    }
+    expect(outcome).toEqual({ outcome: "requested", status: "RUNNING" });
+    expect(events.at(-1)).toMatchObject({ type: "status", status: "cancelled", error: { code: "CANCELLED", message: "user pressed stop" } });
+    // Far fewer tokens than the 400-word reply: the run really stopped.
+    expect(events.filter((e) => e.type === "text").length).toBeLessThan(50);
+    const err = await handle.result().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TaskCancelledError);
+    expect(await handle.cancel()).toEqual({ outcome: "finished", status: "CANCELLED" });
+  });
+
+  it("re-attaches from another client by id: status, replay and result", async () => {
+    await env.worker();
+    const handle = await env.client().submit(echo(), "from afar", { detailed: true });
+    await handle.result();
+    const elsewhere = env.client().handle(handle.taskId);
+    expect((await elsewhere.status()).status).toBe("COMPLETED");
+    expect(await elsewhere.result()).toMatchObject({ text: "Echo: from afar" });
+    const replay = await collect(elsewhere.stream());
+    expect(replay.map((e) => e.seq)).toEqual(replay.map((_, i) => i + 1));
+    expect(replay.at(-1)).toMatchObject({ status: "completed" });
+    await expect(env.client().handle("unknown-task").status()).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(env.client().handle("unknown-task").cancel()).rejects.toBeInstanceOf(TaskNotFoundError);
+    expect(() => env.client().handle("bad id")).toThrow(ValidationError);
+  });
+
+  it("keeps only status and text events (and the result) unless detailed", async () => {
+    await env.worker();
+    const agent = new Agent({ name: "tooled", model: "scripted:x" });
+    const handle = await env.client().submit(agent, "brief");
+    const types = new Set((await collect(handle.stream())).map((e) => e.type));
+    expect([...types].sort()).toEqual(["status", "text"]);
+  });
+
+  it("lists tasks newest first, by status and queue, page by page", async () => {
+    const client = env.client();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await client.submit(echo(), `l${i}`, { queue: "listing" })).taskId);
+    await client.handle(ids[1]!).cancel();
+    const page1 = await client.listTasks({ queue: "listing", limit: 3 });
+    const page2 = await client.listTasks({ queue: "listing", limit: 3, cursor: page1.nextCursor });
+    expect([...page1.tasks, ...page2.tasks].map((t) => t.taskId)).toEqual([...ids].reverse());
+    const cancelled = await client.listTasks({ queue: "listing", status: "CANCELLED" });
+    expect(cancelled.tasks.map((t) => t.taskId)).toEqual([ids[1]]);
+    await expect(client.listTasks({ status: "DONE" as never })).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it("expires finished records and event streams", async () => {
+    await env.worker();
+    const handle = await env.client().submit(echo(), "ttl");
+    await handle.result();
+    expect(await env.admin.pttl(`${env.prefix}:task:{${handle.taskId}}`)).toBeGreaterThan(0);
+    expect(await env.admin.pttl(`${env.prefix}:stream:{${handle.taskId}}`)).toBeGreaterThan(0);
+  });
+
+  it("shows the fleet", async () => {
+    const w = await env.worker({ queues: ["fleet"], concurrency: 2 });
+    const fleet = await env.client().getFleetStatus();
+    expect(fleet.workers.find((x) => x.workerId === w.workerId)).toMatchObject({ alive: true, queues: ["fleet"], concurrency: 2 });
+  });
+
+  it("distributed() submits through the given client", async () => {
+    await env.worker();
+    const handle = await distributed(echo(), "via distributed", { client: env.client() });
+    expect(await handle.result()).toMatchObject({ text: "Echo: via distributed" });
+  });
+
+  it("fails with a ConnectionError, not a hang, when Redis is unreachable", async () => {
+    const client = new FlotillaClient({ redis: "redis://127.0.0.1:1", connectTimeoutMs: 500 });
+    const err = await client.submit(echo(), "x").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectionError);
+    expect((err as ConnectionError).code).toBe("REDIS_UNAVAILABLE");
+    expect((err as Error).message).toMatch(/127\.0\.0\.1:1/);
+    await client.close();
+  });
+});

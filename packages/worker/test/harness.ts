@@ -1,0 +1,71 @@
+import { Agent } from "@flotilla/agent";
+import { Broker } from "@flotilla/broker";
+import { type AgentSpec, createKeys, DEFAULT_RETENTION, type JsonValue, newId } from "@flotilla/core";
+import { TaskStore } from "@flotilla/store";
+import { cleanupPrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/tooling/test-utils";
+import { afterAll, afterEach } from "vitest";
+import { Worker, type WorkerOptions } from "../src/index.ts";
+
+/** Real Redis, a prefix of its own, and the real store and broker to submit with. */
+export function useHarness(name: string) {
+  const prefix = testPrefix(name);
+  const redis = testRedis();
+  const keys = createKeys(prefix);
+  const store = new TaskStore(redis, keys, DEFAULT_RETENTION);
+  const broker = new Broker(redis, keys);
+  const workers: Worker[] = [];
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.stop({ drainTimeoutMs: 1000 })));
+  });
+  afterAll(async () => {
+    await cleanupPrefix(redis, prefix);
+    await redis.quit();
+  });
+  return {
+    prefix,
+    redis,
+    keys,
+    store,
+    broker,
+    async worker(options: WorkerOptions = {}) {
+      const w = new Worker({ redis: redisUrl(), prefix, blockMs: 500, heartbeatTtlMs: 3000, ...options });
+      workers.push(w);
+      await w.start();
+      return w;
+    },
+    async submit(agent: Agent | AgentSpec, input: JsonValue, opts: { queue?: string; timeoutMs?: number; detailed?: boolean } = {}) {
+      const spec = "toJSON" in agent ? agent.toJSON() : agent;
+      const taskId = newId();
+      const queue = opts.queue ?? "default";
+      await broker.ensureGroup(queue);
+      await store.create({
+        taskId,
+        queue,
+        agent: spec.name,
+        payload: JSON.stringify({ agent: spec, input }),
+        createdAt: Date.now(),
+        detailed: opts.detailed ?? true,
+        maxRetries: 0,
+        timeoutMs: opts.timeoutMs,
+        metadata: {},
+      });
+      await broker.enqueue(queue, taskId);
+      return taskId;
+    },
+    async until(taskId: string, statuses: string[] = ["COMPLETED", "FAILED", "CANCELLED"]) {
+      return waitFor(
+        async () => {
+          const r = await store.get(taskId);
+          return r && statuses.includes(r.status) ? r : undefined;
+        },
+        { what: `task ${taskId} to reach ${statuses.join("/")}` },
+      );
+    },
+    async events(taskId: string) {
+      return (await redis.xrange(keys.events(taskId), "-", "+")).map(([, f]) => JSON.parse(f[1]!) as Record<string, unknown>);
+    },
+  };
+}
+
+export const scripted = (name: string, script: Record<string, unknown> = {}, extra: { tools?: string[]; model?: string } = {}) =>
+  new Agent({ name, model: extra.model ?? "scripted:test", tools: extra.tools ?? [], options: { scripted: script as never } });
