@@ -17,7 +17,7 @@ export interface Tool<S extends z.ZodType = z.ZodType, R extends JsonValue = Jso
 }
 
 export function defineTool<S extends z.ZodType, R extends JsonValue>(tool: Tool<S, R>): Tool<S, R> {
-  if (!/^[A-Za-z0-9_\-]{1,64}$/.test(tool.name)) throw new Error(`invalid tool name "${tool.name}"`);
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(tool.name)) throw new Error(`invalid tool name "${tool.name}"`);
   return tool;
 }
 

@@ -1,3 +1,5 @@
+import { SAFE_ID } from "./schemas.ts";
+
 /** The consumer group every worker of a queue reads through. */
 export const CONSUMER_GROUP = "flotilla";
 
@@ -30,12 +32,11 @@ export interface Keys {
   worker(workerId: string): string;
 }
 
-const SAFE = /^[A-Za-z0-9_.:\-]+$/;
 
 export function createKeys(prefix = "flotilla"): Keys {
   if (!prefix || /[{}\s]/.test(prefix)) throw new Error(`invalid key prefix "${prefix}": no braces or spaces`);
   const tagged = (kind: string, id: string) => {
-    if (!SAFE.test(id)) throw new Error(`invalid ${kind} id "${id}"`);
+    if (!SAFE_ID.test(id)) throw new Error(`invalid ${kind} id "${id}"`);
     return `${prefix}:${kind}:{${id}}`;
   };
   return {
@@ -50,7 +51,7 @@ export function createKeys(prefix = "flotilla"): Keys {
     taskIndex: () => `${prefix}:{index}:tasks`,
     workers: () => `${prefix}:{health}:workers`,
     worker: (id) => {
-      if (!SAFE.test(id)) throw new Error(`invalid worker id "${id}"`);
+      if (!SAFE_ID.test(id)) throw new Error(`invalid worker id "${id}"`);
       return `${prefix}:{health}:worker:${id}`;
     },
   };

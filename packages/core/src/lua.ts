@@ -52,7 +52,10 @@ export class LuaScript {
   /** Defines the script on a connection; pipelines made afterwards can queue it too. */
   install(redis: Redis): void {
     let names = installed.get(redis);
-    if (!names) installed.set(redis, (names = new Set()));
+    if (!names) {
+      names = new Set();
+      installed.set(redis, names);
+    }
     if (names.has(this.name)) return;
     redis.defineCommand(this.name, { numberOfKeys: this.numberOfKeys, lua: this.lua });
     names.add(this.name);

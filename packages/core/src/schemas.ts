@@ -7,7 +7,7 @@ export const TERMINAL_STATUSES: ReadonlySet<TaskStatus> = new Set(["COMPLETED", 
 export const isTerminal = (status: TaskStatus): boolean => TERMINAL_STATUSES.has(status);
 
 // Ids end up inside Redis keys and hash tags: no braces, no spaces.
-const SAFE_ID = /^[A-Za-z0-9_.:\-]+$/;
+export const SAFE_ID = /^[A-Za-z0-9_.:-]+$/;
 export const TaskIdSchema = z.string().min(1).max(128).regex(SAFE_ID, "use letters, digits and _ . : - only");
 export const QueueNameSchema = z.string().min(1).max(64).regex(SAFE_ID, "use letters, digits and _ . : - only");
 
@@ -22,7 +22,7 @@ export const AgentSpecSchema = z
     model: z
       .string()
       .max(256)
-      .regex(/^[A-Za-z0-9][A-Za-z0-9_.\-]*:.+$/, 'expected "provider:model", e.g. "scripted:echo"'),
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*:.+$/, 'expected "provider:model", e.g. "scripted:echo"'),
     instructions: z.string().max(200_000).default(""),
     tools: z.array(z.string().min(1).max(128)).max(128).default([]),
     options: z.record(z.string(), JsonValueSchema).default({}),

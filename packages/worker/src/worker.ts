@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
-import { type Agent, type ModelProvider, type ProviderRegistry, type ToolRegistry } from "@flotilla/agent";
+import type { Agent, ModelProvider, ProviderRegistry, ToolRegistry } from "@flotilla/agent";
 import { Broker, type ParsedEntry, parseEntry, type RawEntry } from "@flotilla/broker";
 import { CancelListener } from "@flotilla/cancel";
 import {

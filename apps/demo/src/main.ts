@@ -1,0 +1,173 @@
+#!/usr/bin/env node
+// The Flotilla demo: two worker processes, several agent runs with the scripted model, one streamed
+// to the terminal as it types, one cancelled mid-run; then the fleet and the final statuses.
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import { Agent } from "@flotilla/agent";
+import { FlotillaClient, type TaskHandle } from "@flotilla/client";
+import { Redis } from "ioredis";
+import { answers, startThrowawayRedis } from "./redis-server.ts";
+
+const fromSource = import.meta.url.endsWith(".ts");
+const ext = fromSource ? "ts" : "js";
+const workerMain = fileURLToPath(new URL(`../../worker/${fromSource ? "src" : "dist"}/main.${ext}`, import.meta.url));
+const toolsModule = fileURLToPath(new URL(`./tools.${ext}`, import.meta.url));
+const tty = process.stdout.isTTY;
+const dim = (s: string) => (tty ? `\x1b[2m${s}\x1b[0m` : s);
+const bold = (s: string) => (tty ? `\x1b[1m${s}\x1b[0m` : s);
+const say = (s = "") => process.stdout.write(`${s}\n`);
+
+function startWorker(url: string, prefix: string, name: string): Promise<ChildProcess> {
+  const args = fromSource ? ["--conditions=@flotilla/source", workerMain] : [workerMain];
+  const child = spawn(process.execPath, args, {
+    env: {
+      ...process.env,
+      REDIS_URL: url,
+      FLOTILLA_PREFIX: prefix,
+      FLOTILLA_MODULE: toolsModule,
+      FLOTILLA_CONCURRENCY: "3",
+      FLOTILLA_WORKER_ID: name,
+      FLOTILLA_LOG_LEVEL: "warn",
+      // Fleet figures are as of the last beat; beat often so the demo's table is current.
+      FLOTILLA_HEARTBEAT_TTL_MS: "900",
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.on("exit", (code) => reject(new Error(`worker ${name} exited with ${code}: ${out}`)));
+    child.on("spawn", () => resolve(child));
+  });
+}
+
+async function main(): Promise<void> {
+  let url = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+  let stopRedis: (() => void) | undefined;
+  if (!(await answers(url))) {
+    say(dim(`No Redis answers at ${url}; starting a throwaway redis-server…`));
+    const server = await startThrowawayRedis();
+    url = server.url;
+    stopRedis = server.stop;
+  }
+  const prefix = `flotilla-demo-${randomBytes(3).toString("hex")}`;
+  say(bold("Flotilla demo") + dim(`  redis ${url}  prefix ${prefix}`));
+
+  const workers = await Promise.all([startWorker(url, prefix, "worker-1"), startWorker(url, prefix, "worker-2")]);
+  const client = new FlotillaClient({ redis: url, prefix });
+  const admin = new Redis(url);
+  try {
+    for (let i = 0; ; i++) {
+      if ((await client.getFleetStatus()).live === 2) break;
+      if (i > 200) throw new Error("the workers did not join the fleet");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    say(dim("Two worker processes joined the fleet.\n"));
+
+    const writer = new Agent({
+      name: "writer",
+      model: "scripted:writer",
+      instructions: "Explain Flotilla in one paragraph.",
+      options: {
+        scripted: {
+          reply:
+            "Flotilla runs your agents on a fleet of workers over Redis. You submit a run, any worker claims it, " +
+            "and you watch every token arrive live, from any process, replaying what you missed without a gap.",
+          tokenDelayMs: 25,
+        },
+      },
+    });
+    const researcher = new Agent({
+      name: "researcher",
+      model: "scripted:researcher",
+      tools: ["weather"],
+      options: { scripted: { toolCalls: [{ name: "weather", args: { city: "Lisbon" } }, { name: "weather", args: { city: "Oslo" } }] } },
+    });
+    const quick = new Agent({ name: "echo", model: "scripted:echo" });
+    const marathon = new Agent({ name: "marathon", model: "scripted:slow", options: { scripted: { tokenDelayMs: 200 } } });
+    const flaky = new Agent({ name: "flaky", model: "scripted:flaky", options: { scripted: { failWith: "the model gave up" } } });
+
+    const streamed = await client.submit(writer, "What is Flotilla?");
+    const handles: Array<[string, TaskHandle]> = [
+      ["writer", streamed],
+      ["researcher", await client.submit(researcher, "Weather for my trip?", { detailed: true })],
+      ...(await Promise.all([1, 2, 3, 4].map(async (i) => [`echo #${i}`, await client.submit(quick, `hello ${i}`)] as [string, TaskHandle]))),
+      ["flaky", await client.submit(flaky, "try anyway")],
+    ];
+    const doomed = await client.submit(marathon, "a very long story ".repeat(50));
+    handles.push(["marathon", doomed]);
+    say(`Submitted ${handles.length} runs. Streaming ${bold("writer")} as it types:\n`);
+
+    process.stdout.write("  ");
+    for await (const event of streamed.stream()) {
+      if (event.type === "text") process.stdout.write(event.delta);
+    }
+    say("\n");
+
+    for await (const event of doomed.stream()) {
+      if (event.type === "text") {
+        const outcome = await doomed.cancel("the demo cancels the marathon");
+        say(`Cancelled ${bold("marathon")} while it ran: ${outcome.outcome}`);
+        break;
+      }
+    }
+    const settled = await Promise.allSettled(handles.map(([, h]) => h.result({ timeoutMs: 30_000 })));
+    const researchEvents = [];
+    for await (const e of handles[1]![1].stream()) researchEvents.push(e);
+    const toolResults = researchEvents.flatMap((e) => (e.type === "tool_result" ? [`${e.name} → ${JSON.stringify(e.result)}`] : []));
+    say(`The researcher called its tools: ${toolResults.join(", ")}\n`);
+
+    await new Promise((r) => setTimeout(r, 400)); // one more beat
+    const fleet = await client.getFleetStatus();
+    say(bold("Fleet"));
+    for (const w of fleet.workers) {
+      say(`  ${w.workerId.padEnd(10)} pid ${String(w.pid).padEnd(7)} ${w.alive ? "live" : "dead"}  completed ${w.completed}  failed ${w.failed}`);
+    }
+    say();
+    say(bold("Final statuses"));
+    for (const [i, [label, handle]] of handles.entries()) {
+      const s = await handle.status();
+      const outcome = settled[i]!;
+      const detail =
+        outcome.status === "fulfilled" ? JSON.stringify((outcome.value as { text?: string }).text ?? outcome.value).slice(0, 48) : (outcome.reason as Error).message.slice(0, 60);
+      say(`  ${label.padEnd(11)} ${s.status.padEnd(10)} ${String(s.workerId ?? "-").padEnd(9)} wait ${String(s.waitMs ?? "-").padStart(4)} ms  run ${String(s.durationMs ?? "-").padStart(5)} ms  ${dim(detail)}`);
+    }
+    const counts = new Map<string, number>();
+    for (const [, h] of handles) {
+      const { status } = await h.status();
+      counts.set(status, (counts.get(status) ?? 0) + 1);
+    }
+    say(`\n${[...counts].map(([s, n]) => `${n} ${s}`).join(", ")}`);
+  } finally {
+    await Promise.all(
+      workers.map(
+        (w) =>
+          new Promise<void>((resolve) => {
+            w.removeAllListeners("exit");
+            w.on("exit", () => resolve());
+            w.kill("SIGTERM");
+          }),
+      ),
+    );
+    await client.close();
+    let cursor = "0";
+    do {
+      const [next, keys] = await admin.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
+      cursor = next;
+      if (keys.length) await admin.unlink(...keys);
+    } while (cursor !== "0");
+    admin.disconnect();
+    stopRedis?.();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`demo failed: ${err?.stack ?? err}\n`);
+    process.exit(1);
+  },
+);
