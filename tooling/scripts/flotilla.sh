@@ -8,6 +8,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TOOLCHAIN="$ROOT/tooling/.toolchain"
 PNPM_VERSION=$(sed -n 's/.*"packageManager": *"pnpm@\([^"]*\)".*/\1/p' "$ROOT/package.json")
 export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1 npm_config_update_notifier=false
+# Node ignores the system CA store; where a registry is reached through a proxy with its own CA,
+# the system bundle is what makes npm and pnpm trust it.
+if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+  export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+fi
 
 log() { printf '\033[2m[flotilla]\033[0m %s\n' "$*" >&2; }
 
