@@ -1,4 +1,4 @@
-import { CONSUMER_GROUP, type Keys, LuaScript } from "@flotilla/core";
+import { CONSUMER_GROUP, type Keys, LuaScript, parseJsonOr } from "@flotilla/core";
 import type { ChainableCommander, Redis } from "ioredis";
 import { pairsToObject, type RawEntry } from "./entry.ts";
 
@@ -131,9 +131,9 @@ export class Broker {
         entryId: f.entryId ?? "",
         taskId: f.taskId || undefined,
         reason: f.reason ?? "",
-        fields: safeJson(f.fields) as Record<string, string> | null,
+        fields: parseJsonOr(f.fields, f.fields ?? null) as Record<string, string> | null,
         at: Number(f.at ?? 0),
-        extra: (safeJson(f.extra) ?? {}) as Record<string, unknown>,
+        extra: parseJsonOr(f.extra, {}) as Record<string, unknown>,
       };
     });
   }
@@ -162,14 +162,5 @@ export class Broker {
       for (const [entryId, pairs] of entries) out.push({ queue, entryId, fields: pairsToObject(pairs) });
     }
     return out;
-  }
-}
-
-function safeJson(text: string | undefined): unknown {
-  if (text === undefined) return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
   }
 }

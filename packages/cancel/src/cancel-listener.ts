@@ -1,4 +1,4 @@
-import type { Keys, SubscriberHub, Unsubscribe } from "@flotilla/core";
+import { type Keys, parseJsonOr, type SubscriberHub, type Unsubscribe } from "@flotilla/core";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 
@@ -27,7 +27,7 @@ export class CancelListener {
 
   async start(): Promise<void> {
     this.unsubscribe = await this.hub.subscribe(this.keys.cancelChannel(), (message) => {
-      const parsed = CancelMessageSchema.safeParse(safeJson(message));
+      const parsed = CancelMessageSchema.safeParse(parseJsonOr(message, undefined));
       if (parsed.success) this.fire(parsed.data.taskId, parsed.data.reason);
     });
     this.stopReconnect = this.hub.onReconnect(() => void this.recheck());
@@ -65,13 +65,5 @@ export class CancelListener {
     if (!handler) return;
     this.handlers.delete(taskId);
     handler(reason);
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }

@@ -10,3 +10,13 @@ export function newId(): string {
   last = now;
   return now.toString(36).padStart(10, "0") + counter.toString(36).padStart(4, "0") + randomBytes(5).toString("hex").slice(0, 8);
 }
+
+/** JSON.parse that returns `fallback` instead of throwing. */
+export function parseJsonOr(text: string | null | undefined, fallback: unknown): unknown {
+  if (text === null || text === undefined) return fallback;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return fallback;
+  }
+}

@@ -76,15 +76,42 @@ export function isConnectionFailure(err: unknown): boolean {
   return CONNECTION_FAILURE.test(err.message) || CONNECTION_FAILURE.test(String((err as { code?: string }).code));
 }
 
+/** A connection failure as a typed ConnectionError; any other error as it was. */
+export function translateRedisError(redis: Redis, err: unknown): unknown {
+  if (err instanceof FlotillaError || !isConnectionFailure(err)) return err;
+  return new ConnectionError(`Redis at ${describeRedis(redis)} is unreachable: ${(err as Error).message}`, err);
+}
+
 /** Runs a Redis operation, turning connection failures into a typed ConnectionError. */
 export async function withRedis<T>(redis: Redis, op: () => Promise<T>): Promise<T> {
   try {
     return await op();
   } catch (err) {
-    if (err instanceof FlotillaError) throw err;
-    if (isConnectionFailure(err)) {
-      throw new ConnectionError(`Redis at ${describeRedis(redis)} is unreachable: ${(err as Error).message}`, err);
-    }
-    throw err;
+    throw translateRedisError(redis, err);
   }
+}
+
+/** Resolves once the connection is ready, or rejects with a ConnectionError after `timeoutMs`. */
+export function whenReady(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === "ready") return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    let lastError: unknown;
+    const onError = (err: unknown) => {
+      lastError = err;
+    };
+    const done = (err?: unknown) => {
+      clearTimeout(timer);
+      redis.off("ready", onReady);
+      redis.off("error", onError);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onReady = () => done();
+    const timer = setTimeout(() => {
+      const why = lastError instanceof Error ? `: ${lastError.message}` : "";
+      done(new ConnectionError(`Redis at ${describeRedis(redis)} did not answer within ${timeoutMs} ms${why}`, lastError));
+    }, timeoutMs);
+    redis.on("ready", onReady);
+    redis.on("error", onError);
+  });
 }

@@ -1,4 +1,4 @@
-import type { Keys } from "@flotilla/core";
+import { type Keys, parseJsonOr } from "@flotilla/core";
 import type { Redis } from "ioredis";
 import { type WorkerRecord, WorkerRecordSchema } from "./schema.ts";
 
@@ -38,7 +38,7 @@ export async function getFleetStatus(redis: Redis, keys: Keys, options: FleetSta
   }
   const records = ids.length ? await redis.mget(...ids.map((id) => keys.worker(id))) : [];
   const workers: WorkerStatus[] = ids.map((workerId, i) => {
-    const parsed = records[i] ? WorkerRecordSchema.safeParse(safeJson(records[i]!)) : undefined;
+    const parsed = records[i] ? WorkerRecordSchema.safeParse(parseJsonOr(records[i], undefined)) : undefined;
     const record = parsed?.success ? parsed.data : undefined;
     const lastBeat = record?.lastBeat ?? beats[i]!;
     const threshold = options.deadAfterMs ?? Math.floor(((record?.heartbeatTtlMs ?? 15_000) * 2) / 3);
@@ -53,12 +53,4 @@ export async function getFleetStatus(redis: Redis, keys: Keys, options: FleetSta
     running: live.reduce((n, w) => n + (w.running?.length ?? 0), 0),
     at: now,
   };
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

@@ -1,10 +1,10 @@
 -- A worker starts an attempt on a task it claimed from the queue.
 -- KEYS: task, events stream, events channel, done channel
 -- ARGV: workerId, now, eventMaxLen, eventTtlMs, recordTtlMs
--- Returns {'run', attempt, payload, timeoutMs, detailed} or {'skip', reason, status}.
+-- Returns {'run', attempt, payload, timeoutMs, detailed, metadata, agent} or {'skip', reason, status}.
 --@include "cancel"
 local h = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'cancelRequestedAt', 'createdAt', 'agent', 'payload',
-  'taskId', 'cancelReason', 'timeoutMs', 'detailed', 'waitMs')
+  'taskId', 'cancelReason', 'timeoutMs', 'detailed', 'waitMs', 'metadata')
 local status = h[1]
 if not status then
   return { 'skip', 'missing', '' }
@@ -29,4 +29,4 @@ if not h[11] then
 end
 appendEvents(KEYS[1], KEYS[2], KEYS[3],
   { statusEvent('RUNNING', h[7], attempt, h[5], now, { workerId = ARGV[1] }) }, ARGV[3], ARGV[4])
-return { 'run', attempt, h[6], h[9] or '', h[10] }
+return { 'run', attempt, h[6], h[9] or '', h[10], h[12] or '{}', h[5] }

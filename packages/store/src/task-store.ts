@@ -33,7 +33,18 @@ export interface NewTask {
 }
 
 export type StartOutcome =
-  | { kind: "run"; attempt: number; payload: string; timeoutMs: number | undefined; detailed: boolean }
+  | {
+      kind: "run";
+      attempt: number;
+      /** JSON of `{ agent, input }`, to be validated by the caller. */
+      payload: string;
+      timeoutMs: number | undefined;
+      detailed: boolean;
+      /** JSON object given at submit. */
+      metadata: string;
+      /** The agent's name as recorded at submit. */
+      agent: string;
+    }
   | { kind: "skip"; reason: "missing" | "terminal" | "running" | "cancelled"; status: TaskStatus | undefined };
 
 export interface FinishInput {
@@ -159,6 +170,8 @@ export class TaskStore {
         payload: reply[2] ?? "",
         timeoutMs: reply[3] ? Number(reply[3]) : undefined,
         detailed: reply[4] === "1",
+        metadata: reply[5] ?? "{}",
+        agent: reply[6] ?? "",
       };
     }
     return { kind: "skip", reason: reply[1] as "missing", status: optStatus(reply[2]) };

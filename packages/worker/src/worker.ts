@@ -15,7 +15,9 @@ import {
   newId,
   type OwnedRedis,
   openRedis,
+  JsonValueSchema,
   parseInput,
+  parseJsonOr,
   parseStored,
   QueueNameSchema,
   type RedisConnection,
@@ -24,12 +26,14 @@ import {
   resolveRetention,
   SubscriberHub,
   type TaskError,
+  whenReady,
   TaskPayloadSchema,
   toTaskError,
 } from "@flotilla/core";
 import { EventPublisher } from "@flotilla/events";
 import { Heartbeat } from "@flotilla/health";
 import { type FinishInput, parseFinish, TaskStore } from "@flotilla/store";
+import { z } from "zod";
 import { agentExecutor } from "./agent-executor.ts";
 import type { Executor } from "./executor.ts";
 import { type Logger, silentLogger } from "./logger.ts";
@@ -63,6 +67,8 @@ export interface WorkerOptions {
   blockMs?: number;
   /** @default `${hostname}-${pid}-${random}` */
   workerId?: string;
+  /** `start()` fails with a ConnectionError if Redis does not answer within this. @default 10_000 */
+  connectTimeoutMs?: number;
   retention?: RetentionOptions;
   logger?: Logger;
 }
@@ -86,6 +92,8 @@ interface Running {
   done: Promise<void>;
 }
 
+const MetadataSchema = z.record(z.string(), JsonValueSchema);
+
 /** Why a run was aborted: the signal's reason, so the outcome is decided by what happened. */
 class AbortReason extends FlotillaError {}
 
@@ -106,6 +114,7 @@ export class Worker extends EventEmitter {
   private readonly agents: ReadonlyMap<string, AgentSpec> | undefined;
   private readonly blockMs: number;
   private readonly heartbeatTtlMs: number;
+  private readonly connectTimeoutMs: number;
   private readonly redisOption: RedisConnection | undefined;
   private readonly running = new Map<string, Running>();
   private conn: OwnedRedis | undefined;
@@ -135,6 +144,7 @@ export class Worker extends EventEmitter {
     this.log = options.logger ?? silentLogger;
     this.blockMs = options.blockMs ?? 5000;
     this.heartbeatTtlMs = options.heartbeatTtlMs ?? 15_000;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${newId().slice(-6)}`;
     this.redisOption = options.redis;
     this.executor =
@@ -151,7 +161,7 @@ export class Worker extends EventEmitter {
 
   /** Ids of the tasks running now. */
   get runningTaskIds(): string[] {
-    return [...this.running.keys()];
+    return [...this.running.values()].flatMap((r) => (r.taskId ? [r.taskId] : []));
   }
 
   get stats(): { running: number; completed: number; failed: number } {
@@ -166,6 +176,14 @@ export class Worker extends EventEmitter {
     this.hub = new SubscriberHub(openRedis(this.redisOption, "subscriber"));
     const redis = this.conn.redis;
     for (const r of [redis, this.blocking.redis]) r.on("error", (err) => this.log.debug("redis connection error", { err }));
+    try {
+      await whenReady(redis, this.connectTimeoutMs);
+    } catch (err) {
+      await this.hub.close();
+      await closeRedis(this.blocking);
+      await closeRedis(this.conn);
+      throw err;
+    }
     this.store = new TaskStore(redis, this.keys, this.retention);
     this.broker = new Broker(redis, this.keys);
     this.cancels = new CancelListener(redis, this.hub, this.keys);
@@ -259,17 +277,17 @@ export class Worker extends EventEmitter {
   }
 
   private dispatch(entry: ParsedEntry): void {
-    if (!entry.ok) {
-      void this.deadLetter(entry.queue, entry.entryId, entry.reason, entry.fields, undefined);
-      return;
-    }
     const key = `${entry.queue}/${entry.entryId}`;
     const controller = new AbortController();
-    const running: Running = { taskId: entry.taskId, controller, done: Promise.resolve() };
+    const running: Running = { taskId: entry.ok ? entry.taskId : "", controller, done: Promise.resolve() };
     this.running.set(key, running);
-    running.done = this.runTask(entry.queue, entry.entryId, entry.taskId, controller)
+    // Dead-lettering is in-flight work too: stop() waits for it before closing the connection.
+    const work = entry.ok
+      ? this.runTask(entry.queue, entry.entryId, entry.taskId, controller)
+      : this.deadLetter(entry.queue, entry.entryId, entry.reason, entry.fields, undefined);
+    running.done = work
       .catch((err) => {
-        this.log.error("task handling failed", { taskId: entry.taskId, err });
+        this.log.error("task handling failed", { entry: key, err });
         this.emit("worker:error", err);
       })
       .finally(() => {
@@ -315,12 +333,13 @@ export class Worker extends EventEmitter {
       this.emit("task:started", { taskId, attempt });
 
       let payload: { agent: AgentSpec; input: JsonValue };
-      let metadata: Record<string, JsonValue> = {};
+      let metadata: Record<string, JsonValue>;
       try {
         payload = parseStored(TaskPayloadSchema, JSON.parse(start.payload), `payload of task ${taskId}`);
+        metadata = parseStored(MetadataSchema, parseJsonOr(start.metadata, null), `metadata of task ${taskId}`);
       } catch (err) {
         const error: TaskError = { code: ErrorCodes.INVALID_PAYLOAD, message: toTaskError(err).message };
-        await this.record(queue, entryId, taskId, { attempt, status: "FAILED", agent: "", error });
+        await this.record(queue, entryId, taskId, { attempt, status: "FAILED", agent: start.agent, error });
         await this.deadLetter(queue, entryId, `invalid payload: ${error.message}`, { task: taskId }, taskId);
         return;
       }
@@ -331,8 +350,6 @@ export class Worker extends EventEmitter {
         await this.record(queue, entryId, taskId, { attempt, status: "FAILED", agent: agentName, error });
         return;
       }
-      const record = await store.get(taskId);
-      metadata = (record?.metadata ?? {}) as Record<string, JsonValue>;
 
       const publisher = new EventPublisher(redis, this.keys, this.retention, {
         taskId,

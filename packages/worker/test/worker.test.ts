@@ -115,19 +115,45 @@ describe("Worker", () => {
       metadata: {},
     });
     await h.broker.enqueue("poison", "corrupt-payload");
+    await h.store.create({
+      taskId: "corrupt-metadata",
+      queue: "poison",
+      agent: "fine",
+      payload: JSON.stringify({ agent: scripted("fine").toJSON(), input: "x" }),
+      createdAt: Date.now(),
+      detailed: false,
+      maxRetries: 0,
+      metadata: {},
+    });
+    await h.redis.hset(h.keys.task("corrupt-metadata"), "metadata", "{not json");
+    await h.broker.enqueue("poison", "corrupt-metadata");
     const good = await h.submit(scripted("fine"), "after the poison", { queue: "poison" });
     expect((await h.until(good)).status).toBe("COMPLETED");
-    await waitFor(() => dead.length >= 4, { what: "4 dead letters" });
+    await waitFor(() => dead.length >= 5, { what: "5 dead letters" });
     const letters = await h.broker.listDeadLetters("poison");
     expect(letters.map((l) => l.reason)).toEqual([
       expect.stringMatching(/malformed queue entry: task/),
       expect.stringMatching(/malformed queue entry: task/),
       expect.stringMatching(/task record not found/),
       expect.stringMatching(/invalid payload/),
+      expect.stringMatching(/invalid payload: corrupt metadata/),
     ]);
     expect(await h.store.get("corrupt-payload")).toMatchObject({ status: "FAILED", error: { code: "INVALID_PAYLOAD" } });
+    // Reading the record back reports the corruption as a typed error; the outcome is recorded all the same.
+    await expect(h.store.get("corrupt-metadata")).rejects.toMatchObject({ code: "CORRUPT_RECORD" });
+    expect(await h.redis.hmget(h.keys.task("corrupt-metadata"), "status", "error")).toEqual([
+      "FAILED",
+      expect.stringContaining("INVALID_PAYLOAD"),
+    ]);
+    expect((await h.events("corrupt-metadata")).at(-1)).toMatchObject({ status: "failed", agent: "fine" });
     const pending = (await h.redis.xpending(stream, CONSUMER_GROUP)) as [number];
     expect(pending[0]).toBe(0);
+  });
+
+  it("start() fails with a ConnectionError, not a hang, when Redis is unreachable", async () => {
+    const { Worker } = await import("../src/index.ts");
+    const w = new Worker({ redis: "redis://127.0.0.1:1", connectTimeoutMs: 300 });
+    await expect(w.start()).rejects.toMatchObject({ code: "REDIS_UNAVAILABLE" });
   });
 
   it("stop() stops claiming, lets running tasks finish, and leaves the fleet", async () => {
