@@ -56,6 +56,18 @@ describe("cancel", () => {
     await listener.stop();
   });
 
+  it("ends a task cancelled while running once its attempt gives it back, instead of starting it again", async () => {
+    const id = await task();
+    await store.start(id, "w");
+    expect((await requestCancel(redis, keys, DEFAULT_RETENTION, id, "stop after this attempt")).outcome).toBe("requested");
+    // The attempt ends without finishing the task (a retry), before its worker heard the cancel:
+    await store.finish(id, { attempt: 1, status: "RETRYING", agent: "a", error: { message: "flaky", code: "AGENT_ERROR" } });
+    expect(await store.start(id, "w2")).toMatchObject({ kind: "skip", reason: "cancelled", status: "CANCELLED" });
+    expect(await store.get(id)).toMatchObject({ status: "CANCELLED", attempt: 1, retries: 1, error: { message: "stop after this attempt" } });
+    const events = (await redis.xrange(keys.events(id), "-", "+")).map(([, f]) => JSON.parse(f[1]!));
+    expect(events.map((e) => e.status)).toEqual(["running", "retrying", "cancelled"]);
+  });
+
   it("is a no-op on a finished task, and says so", async () => {
     const id = await task();
     await store.start(id, "w");

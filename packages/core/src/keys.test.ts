@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { ValidationError } from "./errors.ts";
 import { createKeys } from "./keys.ts";
 
 // The CRC16 slot Redis Cluster computes, honouring hash tags.
@@ -35,7 +36,8 @@ describe("keys", () => {
   it("refuses ids that would break a hash tag", () => {
     expect(() => k.task("a}b")).toThrow(/invalid task id/);
     expect(() => k.queue("")).toThrow();
-    expect(() => createKeys("bad{prefix")).toThrow(/invalid key prefix/);
+    expect(() => createKeys("bad{prefix")).toThrow(ValidationError);
+    expect(() => createKeys("bad{prefix")).toThrow(/key prefix/);
   });
 
   it("defaults the prefix to flotilla", () => {

@@ -1,3 +1,4 @@
+import { ValidationError } from "./errors.ts";
 import { SAFE_ID } from "./schemas.ts";
 
 /** The consumer group every worker of a queue reads through. */
@@ -34,9 +35,13 @@ export interface Keys {
 
 
 export function createKeys(prefix = "flotilla"): Keys {
-  if (!prefix || /[{}\s]/.test(prefix)) throw new Error(`invalid key prefix "${prefix}": no braces or spaces`);
+  if (!prefix || /[{}\s]/.test(prefix)) {
+    throw new ValidationError("key prefix", [{ path: "prefix", message: `"${prefix}" must be non-empty, with no braces or spaces` }]);
+  }
+  const invalid = (kind: string, id: string) =>
+    new ValidationError(`${kind} id`, [{ path: kind, message: `invalid ${kind} id "${id}": use letters, digits and _ . : - only` }]);
   const tagged = (kind: string, id: string) => {
-    if (!SAFE_ID.test(id)) throw new Error(`invalid ${kind} id "${id}"`);
+    if (!SAFE_ID.test(id)) throw invalid(kind, id);
     return `${prefix}:${kind}:{${id}}`;
   };
   return {
@@ -51,7 +56,7 @@ export function createKeys(prefix = "flotilla"): Keys {
     taskIndex: () => `${prefix}:{index}:tasks`,
     workers: () => `${prefix}:{health}:workers`,
     worker: (id) => {
-      if (!SAFE_ID.test(id)) throw new Error(`invalid worker id "${id}"`);
+      if (!SAFE_ID.test(id)) throw invalid("worker", id);
       return `${prefix}:{health}:worker:${id}`;
     },
   };

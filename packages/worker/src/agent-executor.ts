@@ -1,5 +1,8 @@
 import type { JsonValue } from "@flotilla/core";
 import { type ModelProvider, type ProviderRegistry, type RunResult, run, type ToolRegistry } from "@flotilla/agent";
+
+/** The result a task records: what the run returned, as plain JSON. */
+const toJson = ({ text, steps, usage }: RunResult): JsonValue => ({ text, steps, usage: { ...usage } });
 import type { ExecutionContext, Executor } from "./executor.ts";
 
 export interface AgentExecutorOptions {
@@ -23,7 +26,7 @@ export function agentExecutor(options: AgentExecutorOptions = {}): Executor {
       });
       for (;;) {
         const next = await events.next();
-        if (next.done) return next.value satisfies RunResult as unknown as JsonValue;
+        if (next.done) return toJson(next.value);
         ctx.emit(next.value);
       }
     },
