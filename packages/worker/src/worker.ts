@@ -216,10 +216,14 @@ export class Worker extends EventEmitter {
   private async shutdown(drainTimeoutMs: number): Promise<void> {
     this.stopping = true;
     this.slotWaiter?.();
-    if (this.blockingClientId !== undefined && this.conn) {
-      await this.conn.redis.client("UNBLOCK", this.blockingClientId).catch(() => {});
-    }
+    // The claim may not have reached Redis yet when the first UNBLOCK does: repeat until the loop ends.
+    const unblock = () => {
+      if (this.blockingClientId !== undefined) void this.conn?.redis.client("UNBLOCK", this.blockingClientId).catch(() => {});
+    };
+    unblock();
+    const unblocking = setInterval(unblock, 50);
     await this.loop;
+    clearInterval(unblocking);
     const drained = await waitAll([...this.running.values()].map((r) => r.done), drainTimeoutMs);
     if (!drained) {
       this.log.warn("drain deadline reached: cancelling running tasks", { tasks: this.runningTaskIds });
