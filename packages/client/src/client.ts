@@ -177,7 +177,9 @@ export class FlotillaClient {
   private hub(): Promise<SubscriberHub> {
     this.assertOpen();
     this.hubPromise ??= Promise.resolve(
-      new SubscriberHub(openRedis(this.redisOption, "subscriber", { failFast: true, connectTimeoutMs: this.connectTimeoutMs })),
+      new SubscriberHub(openRedis(this.redisOption, "subscriber", { failFast: true, connectTimeoutMs: this.connectTimeoutMs }), {
+        readyTimeoutMs: this.connectTimeoutMs,
+      }),
     );
     return this.hubPromise;
   }

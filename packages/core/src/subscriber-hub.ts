@@ -1,33 +1,45 @@
 import type { Redis } from "ioredis";
-import { closeRedis, type OwnedRedis } from "./redis.ts";
+import { closeRedis, type OwnedRedis, whenReady } from "./redis.ts";
 
 export type MessageListener = (message: string, channel: string) => void;
 export type Unsubscribe = () => Promise<void>;
+
+export interface SubscriberHubOptions {
+  /** A subscribe waits this long for the connection before failing with a ConnectionError. @default 10_000 */
+  readyTimeoutMs?: number;
+}
 
 /**
  * One subscriber connection shared by every listener of a process, reference-counted per channel.
  * After a reconnect it re-subscribes itself and only then tells `onReconnect` listeners, so a
  * listener that catches up from a stream cannot miss a message published in between.
+ *
+ * SUBSCRIBE is only sent once the connection is ready: sent earlier, it can overtake ioredis's
+ * ready check (INFO), which Redis then refuses on a subscribed connection, dropping it.
  */
 export class SubscriberHub {
   private readonly conn: OwnedRedis;
   private readonly listeners = new Map<string, Set<MessageListener>>();
   private readonly ready = new Map<string, Promise<unknown>>();
   private readonly reconnectListeners = new Set<() => void>();
-  private connectedOnce = false;
+  private readonly readyTimeoutMs: number;
+  /** A connection was lost since the last subscribe round: the next `ready` must re-subscribe. */
+  private lost = false;
   private closed = false;
 
-  constructor(conn: OwnedRedis) {
+  constructor(conn: OwnedRedis, options: SubscriberHubOptions = {}) {
     this.conn = conn;
+    this.readyTimeoutMs = options.readyTimeoutMs ?? 10_000;
     const redis = conn.redis;
     // We re-subscribe ourselves so we know when it is done.
     redis.options.autoResubscribe = false;
     redis.on("message", (channel: string, message: string) => this.dispatch(channel, message));
+    redis.on("close", () => {
+      this.lost = true;
+    });
     redis.on("ready", () => {
-      if (!this.connectedOnce) {
-        this.connectedOnce = true;
-        return;
-      }
+      if (!this.lost) return;
+      this.lost = false;
       void this.resubscribe();
     });
     redis.on("error", () => {
@@ -45,7 +57,11 @@ export class SubscriberHub {
     if (!set) {
       set = new Set();
       this.listeners.set(channel, set);
-      this.ready.set(channel, this.conn.redis.subscribe(channel));
+      const redis = this.conn.redis;
+      this.ready.set(
+        channel,
+        whenReady(redis, this.readyTimeoutMs).then(() => redis.subscribe(channel)),
+      );
     }
     set.add(listener);
     try {

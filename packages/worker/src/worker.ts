@@ -173,7 +173,7 @@ export class Worker extends EventEmitter {
     if (this.conn) throw new FlotillaError(ErrorCodes.VALIDATION, "worker already started");
     this.conn = openRedis(this.redisOption, "command");
     this.blocking = openRedis(this.redisOption, "blocking");
-    this.hub = new SubscriberHub(openRedis(this.redisOption, "subscriber"));
+    this.hub = new SubscriberHub(openRedis(this.redisOption, "subscriber"), { readyTimeoutMs: this.connectTimeoutMs });
     const redis = this.conn.redis;
     for (const r of [redis, this.blocking.redis]) r.on("error", (err) => this.log.debug("redis connection error", { err }));
     try {
