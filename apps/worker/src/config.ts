@@ -15,6 +15,7 @@ Options (each also read from the environment variable shown):
   --module PATH          FLOTILLA_MODULE        a module exporting tools, providers and/or agents
   --drain-timeout MS     FLOTILLA_DRAIN_TIMEOUT_MS  default 30000
   --heartbeat-ttl MS     FLOTILLA_HEARTBEAT_TTL_MS  default 15000
+  --lease MS             FLOTILLA_LEASE_MS      default 30000
   --worker-id ID         FLOTILLA_WORKER_ID     default <hostname>-<pid>-<random>
   --log-level L          FLOTILLA_LOG_LEVEL     debug|info|warn|error, default info
   --help
@@ -32,6 +33,7 @@ const ConfigSchema = z.object({
   module: z.string().optional(),
   drainTimeoutMs: z.coerce.number().int().min(0).default(30_000),
   heartbeatTtlMs: z.coerce.number().int().min(300).default(15_000),
+  leaseMs: z.coerce.number().int().min(300).default(30_000),
   workerId: z.string().optional(),
   logLevel: z.enum(["debug", "info", "warn", "error"]).default("info"),
 });
@@ -45,6 +47,7 @@ const ENV: Record<string, string> = {
   module: "FLOTILLA_MODULE",
   drainTimeoutMs: "FLOTILLA_DRAIN_TIMEOUT_MS",
   heartbeatTtlMs: "FLOTILLA_HEARTBEAT_TTL_MS",
+  leaseMs: "FLOTILLA_LEASE_MS",
   workerId: "FLOTILLA_WORKER_ID",
   logLevel: "FLOTILLA_LOG_LEVEL",
 };
@@ -61,6 +64,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): WorkerAppCon
       module: { type: "string" },
       "drain-timeout": { type: "string" },
       "heartbeat-ttl": { type: "string" },
+      lease: { type: "string" },
       "worker-id": { type: "string" },
       "log-level": { type: "string" },
       help: { type: "boolean" },
@@ -76,6 +80,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): WorkerAppCon
     module: values.module,
     drainTimeoutMs: values["drain-timeout"],
     heartbeatTtlMs: values["heartbeat-ttl"],
+    leaseMs: values.lease,
     workerId: values["worker-id"],
     logLevel: values["log-level"],
   };

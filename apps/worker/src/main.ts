@@ -22,6 +22,7 @@ async function main(): Promise<number> {
     queues: config.queues,
     concurrency: config.concurrency,
     heartbeatTtlMs: config.heartbeatTtlMs,
+    leaseMs: config.leaseMs,
     tools: mod.tools,
     providers: mod.providers,
     ...(mod.agents && { agents: mod.agents }),

@@ -110,6 +110,63 @@ describe("flotilla-worker processes", () => {
     expect(await w.exited).toBe(0);
   });
 
+  const slowCounter = (name: string) =>
+    new Agent({
+      name,
+      model: "scripted:count",
+      tools: ["count"],
+      options: { scripted: { toolCalls: [{ name: "count", args: {} }], reply: "t1 t2 t3 t4 t5 t6 t7 t8 t9 t10 t11 t12 t13 t14 t15", tokenDelayMs: 100 } },
+    });
+  const leased = { FLOTILLA_LEASE_MS: "800", FLOTILLA_CONCURRENCY: "2" };
+
+  it("after kill -9, another worker reclaims the task once the lease lapses and completes it", async () => {
+    const a = await startWorker("crash-a", leased);
+    const handle = await client.submit(slowCounter("crashy"), "go", { detailed: true });
+    for await (const e of handle.stream()) if (e.type === "text") break;
+    expect((await handle.status()).workerId).toBe("crash-a");
+    a.child.kill("SIGKILL");
+    await a.exited;
+    const b = await startWorker("crash-b", leased);
+    expect(await handle.result({ timeoutMs: 20_000 })).toMatchObject({ text: expect.stringContaining("t15") });
+    expect(await handle.status()).toMatchObject({ status: "COMPLETED", attempt: 2, workerId: "crash-b" });
+    const runs = await redis.hgetall(`${prefix}:test:runs`);
+    expect([runs[`${handle.taskId}:1`], runs[`${handle.taskId}:2`]]).toEqual(["1", "1"]);
+    const events = [];
+    for await (const e of handle.stream()) events.push(e);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    const second = events.filter((e) => e.attempt === 2);
+    expect(second[0]).toMatchObject({ type: "status", status: "running", workerId: "crash-b" });
+    expect(second.at(-1)).toMatchObject({ type: "status", status: "completed" });
+    expect(events.at(-1)).toBe(second.at(-1));
+    b.child.kill("SIGTERM");
+    expect(await b.exited).toBe(0);
+  });
+
+  it("a worker frozen past its lease (SIGSTOP) cannot overwrite the outcome once resumed", async () => {
+    const zombie = await startWorker("zombie", leased);
+    const handle = await client.submit(slowCounter("frozen"), "go", { detailed: true });
+    for await (const e of handle.stream()) if (e.type === "text") break;
+    zombie.child.kill("SIGSTOP");
+    const rescuer = await startWorker("rescuer", leased);
+    await waitFor(async () => (await handle.status()).attempt === 2, { timeoutMs: 15_000, what: "the takeover" });
+    zombie.child.kill("SIGCONT"); // resumes mid-run, while the rescuer runs attempt 2
+    expect(await handle.result({ timeoutMs: 20_000 })).toMatchObject({ text: expect.stringContaining("t15") });
+    await new Promise((r) => setTimeout(r, 1500)); // time for the zombie to try its late writes
+    expect(await handle.status()).toMatchObject({ status: "COMPLETED", attempt: 2, workerId: "rescuer" });
+    const events = [];
+    for await (const e of handle.stream()) events.push(e);
+    expect(events.at(-1)).toMatchObject({ type: "status", status: "completed", attempt: 2 });
+    // After the takeover, nothing from attempt 1 was accepted.
+    const takeover = events.findIndex((e) => e.type === "status" && e.attempt === 2);
+    expect(events.slice(takeover).every((e) => e.attempt === 2)).toBe(true);
+    expect(zombie.logs.some((l) => l.includes("lease lost") || l.includes("lost its claim"))).toBe(true);
+    // The zombie is still a healthy worker: it serves new work.
+    const after = await client.submit(new Agent({ name: "after", model: "scripted:x" }), "still there?");
+    expect(await after.result({ timeoutMs: 10_000 })).toMatchObject({ text: "Echo: still there?" });
+    for (const p of [zombie, rescuer]) p.child.kill("SIGTERM");
+    expect(await Promise.all([zombie.exited, rescuer.exited])).toEqual([0, 0]);
+  });
+
   it("refuses a bad configuration with a clear message and exit code 2", async () => {
     const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, "--concurrency", "zero"], {
       stdio: ["ignore", "pipe", "pipe"],

@@ -34,7 +34,8 @@ describe("Broker", () => {
     await broker.enqueue("acks", "b");
     const [first] = await broker.claim(blocking, "c1", ["acks"], 1, 100);
     expect(await broker.depth("acks")).toEqual({ waiting: 1, inFlight: 1 });
-    expect(await broker.ack("acks", first!.entryId)).toBe(1);
+    expect(await broker.ack("acks", "someone-else", first!.entryId)).toBe(0); // not theirs to ack
+    expect(await broker.ack("acks", "c1", first!.entryId)).toBe(1);
     expect(await redis.xlen(keys.queue("acks"))).toBe(1);
     expect(await broker.depth("acks")).toEqual({ waiting: 1, inFlight: 0 });
   });
@@ -48,6 +49,28 @@ describe("Broker", () => {
     expect(entries).toMatchObject([{ queue: "y" }]);
   });
 
+  it("renews only the leases a consumer still owns, and reclaims lapsed ones across the whole pending list", async () => {
+    await broker.ensureGroup("lease");
+    for (let i = 0; i < 7; i++) await broker.enqueue("lease", `t${i}`);
+    const held = await broker.claim(blocking, "old", ["lease"], 7, 100);
+    const ids = held.map((e) => e.entryId);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(await broker.renew("lease", "old", ids.slice(0, 2))).toEqual([]); // these two are fresh again
+    // Page through the pending list three at a time: only the five idle ones move to "new".
+    const moved: string[] = [];
+    let cursor = "0-0";
+    do {
+      const page = await broker.reclaim("lease", "new", 50, 3, cursor);
+      moved.push(...page.entries.map((e) => e.entryId));
+      cursor = page.cursor;
+    } while (cursor !== "0-0");
+    expect(moved).toEqual(ids.slice(2));
+    // "old" has lost those five: renewing them says so, and does not steal them back.
+    expect(await broker.renew("lease", "old", ids)).toEqual(ids.slice(2));
+    const owners = (await redis.xpending(keys.queue("lease"), CONSUMER_GROUP, "-", "+", 10)) as Array<[string, string]>;
+    expect(owners.map(([, c]) => c)).toEqual(["old", "old", "new", "new", "new", "new", "new"]);
+  });
+
   it("dead-letters an entry with its reason and acknowledges it", async () => {
     await broker.ensureGroup("dl");
     await redis.xadd(keys.queue("dl"), "*", "garbage", "yes");
@@ -55,7 +78,8 @@ describe("Broker", () => {
     const parsed = parseEntry(raw!);
     expect(parsed.ok).toBe(false);
     if (parsed.ok) return;
-    await broker.deadLetter("dl", parsed.entryId, { reason: parsed.reason, fields: parsed.fields });
+    expect(await broker.deadLetter("dl", parsed.entryId, "intruder", { reason: "not mine", fields: null })).toBe(false);
+    expect(await broker.deadLetter("dl", parsed.entryId, "c1", { reason: parsed.reason, fields: parsed.fields })).toBe(true);
     const [letter] = await broker.listDeadLetters("dl");
     expect(letter).toMatchObject({ entryId: raw!.entryId, fields: { garbage: "yes" } });
     expect(letter!.reason).toMatch(/malformed queue entry/);

@@ -3,7 +3,7 @@ import type { ChainableCommander, Redis } from "ioredis";
 import { pairsToObject, type RawEntry } from "./entry.ts";
 
 const lua = (name: string, keys: number) => LuaScript.fromFile(new URL(`../lua/${name}.lua`, import.meta.url), keys);
-const scripts = { ack: lua("ack", 1), deadLetter: lua("dead-letter", 2) };
+const scripts = { ack: lua("ack", 1), deadLetter: lua("dead-letter", 2), renew: lua("renew", 1) };
 
 export interface BrokerOptions {
   /** Dead-letter streams keep about this many entries. @default 100_000 */
@@ -88,17 +88,50 @@ export class Broker {
     return this.toEntries(reply, streamKeys, queues);
   }
 
-  queueAck(pipeline: ChainableCommander, queue: string, entryIds: readonly string[]): void {
-    scripts.ack.queue(pipeline, [this.keys.queue(queue)], [CONSUMER_GROUP, ...entryIds]);
+  /** Acknowledges (and deletes) the entries `consumer` still owns; returns how many. */
+  queueAck(pipeline: ChainableCommander, queue: string, consumer: string, entryIds: readonly string[]): void {
+    scripts.ack.queue(pipeline, [this.keys.queue(queue)], [CONSUMER_GROUP, consumer, ...entryIds]);
   }
 
-  async ack(queue: string, ...entryIds: string[]): Promise<number> {
-    return (await scripts.ack.run(this.redis, [this.keys.queue(queue)], [CONSUMER_GROUP, ...entryIds])) as number;
+  async ack(queue: string, consumer: string, ...entryIds: string[]): Promise<number> {
+    return (await scripts.ack.run(this.redis, [this.keys.queue(queue)], [CONSUMER_GROUP, consumer, ...entryIds])) as number;
   }
 
-  /** Moves an entry to the queue's dead-letter stream and acknowledges it, atomically. */
-  async deadLetter(queue: string, entryId: string, input: DeadLetterInput): Promise<void> {
-    await scripts.deadLetter.run(
+  /**
+   * Renews the leases of the entries `consumer` holds (resets their idle time) and returns the ids
+   * it no longer owns: another worker reclaimed them after their lease lapsed here.
+   */
+  async renew(queue: string, consumer: string, entryIds: readonly string[]): Promise<string[]> {
+    if (entryIds.length === 0) return [];
+    return (await scripts.renew.run(this.redis, [this.keys.queue(queue)], [CONSUMER_GROUP, consumer, ...entryIds])) as string[];
+  }
+
+  /**
+   * Claims for `consumer` up to `count` entries whose lease lapsed (idle at least `minIdleMs`),
+   * scanning the pending list from `cursor`; returns the cursor to continue from ("0-0": wrapped).
+   */
+  async reclaim(
+    queue: string,
+    consumer: string,
+    minIdleMs: number,
+    count: number,
+    cursor = "0-0",
+  ): Promise<{ cursor: string; entries: RawEntry[] }> {
+    const [next, claimed] = (await this.redis.xautoclaim(
+      this.keys.queue(queue),
+      CONSUMER_GROUP,
+      consumer,
+      minIdleMs,
+      cursor,
+      "COUNT",
+      count,
+    )) as [string, Array<[string, string[] | null]>, string[]?];
+    return { cursor: next, entries: claimed.map(([entryId, pairs]) => ({ queue, entryId, fields: pairsToObject(pairs) })) };
+  }
+
+  /** Moves an entry `consumer` owns to the queue's dead-letter stream and acknowledges it, atomically. */
+  async deadLetter(queue: string, entryId: string, consumer: string, input: DeadLetterInput): Promise<boolean> {
+    const moved = await scripts.deadLetter.run(
       this.redis,
       [this.keys.queue(queue), this.keys.deadLetters(queue)],
       [
@@ -110,8 +143,10 @@ export class Broker {
         input.taskId ?? "",
         this.deadLetterMaxLen,
         JSON.stringify(input.extra ?? {}),
+        consumer,
       ],
     );
+    return moved === 1;
   }
 
   /** Oldest first. */

@@ -123,6 +123,7 @@ export class FlotillaClient {
         createdAt: Date.now(),
         detailed: opts.detailed,
         maxRetries: opts.maxRetries,
+        maxDeliveries: opts.maxDeliveries,
         timeoutMs: opts.timeoutMs,
         metadata: opts.metadata,
       });

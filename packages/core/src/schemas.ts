@@ -46,6 +46,8 @@ export const SubmitOptionsSchema = z
       .max(7 * 24 * 3600_000)
       .optional(),
     maxRetries: z.number().int().min(0).max(100).default(0),
+    /** Attempts started at most, counting crash reclaims. @default maxRetries + 3 */
+    maxDeliveries: z.number().int().min(1).max(1000).optional(),
     metadata: z.record(z.string(), JsonValueSchema).default({}),
     detailed: z.boolean().default(false),
     taskId: TaskIdSchema.optional(),
@@ -85,6 +87,7 @@ export const TaskRecordSchema = z.object({
   error: jsonText.pipe(TaskErrorSchema).optional(),
   retries: num.min(0).default(0),
   maxRetries: num.min(0).default(0),
+  maxDeliveries: num.min(0).default(0),
   timeoutMs: num.optional(),
   detailed: z.enum(["0", "1"]).transform((v) => v === "1"),
   metadata: jsonText.pipe(z.record(z.string(), JsonValueSchema)).default({}),

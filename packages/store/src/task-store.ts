@@ -1,9 +1,11 @@
 import {
   type Keys,
   LuaScript,
+  parseJsonOr,
   parseTaskRecord,
   type Retention,
   type TaskError,
+  TaskErrorSchema,
   TaskRecordSchema,
   type TaskResult,
   type TaskStatus,
@@ -28,6 +30,8 @@ export interface NewTask {
   createdAt: number;
   detailed: boolean;
   maxRetries: number;
+  /** Attempts started at most, counting retries and reclaims after a crash. @default maxRetries + 3 */
+  maxDeliveries?: number | undefined;
   timeoutMs?: number | undefined;
   metadata: Record<string, unknown>;
 }
@@ -45,7 +49,8 @@ export type StartOutcome =
       /** The agent's name as recorded at submit. */
       agent: string;
     }
-  | { kind: "skip"; reason: "missing" | "terminal" | "running" | "cancelled"; status: TaskStatus | undefined };
+  | { kind: "skip"; reason: "missing" | "terminal" | "running" | "cancelled"; status: TaskStatus | undefined }
+  | { kind: "dead"; attempts: number; lastError: TaskError | undefined };
 
 export interface FinishInput {
   attempt: number;
@@ -113,6 +118,7 @@ export class TaskStore {
         task.timeoutMs ?? "",
         JSON.stringify(task.metadata),
         this.retention.pendingTtlMs,
+        task.maxDeliveries ?? task.maxRetries + 3,
       ],
     );
     pipeline.zadd(k.taskIndex(), "NX", task.createdAt, task.taskId);
@@ -154,14 +160,18 @@ export class TaskStore {
     });
   }
 
-  /** Moves a claimed task to RUNNING with a new attempt number, or says why it must not run. */
-  async start(taskId: string, workerId: string, now = Date.now()): Promise<StartOutcome> {
+  /**
+   * Moves a claimed task to RUNNING with a new attempt number, or says why it must not run.
+   * `reclaimed`: the entry came back after its lease lapsed, so a RUNNING task is taken over.
+   */
+  async start(taskId: string, workerId: string, options: { reclaimed?: boolean; now?: number } = {}): Promise<StartOutcome> {
+    const now = options.now ?? Date.now();
     const k = this.keys;
     const r = this.retention;
     const reply = (await scripts.start.run(
       this.redis,
       [k.task(taskId), k.events(taskId), k.eventsChannel(taskId), k.doneChannel(taskId)],
-      [workerId, now, r.eventMaxLen, r.eventTtlMs, r.recordTtlMs],
+      [workerId, now, r.eventMaxLen, r.eventTtlMs, r.recordTtlMs, options.reclaimed ? 1 : 0],
     )) as string[];
     if (reply[0] === "run") {
       return {
@@ -173,6 +183,10 @@ export class TaskStore {
         metadata: reply[5] ?? "{}",
         agent: reply[6] ?? "",
       };
+    }
+    if (reply[1] === "dead") {
+      const lastError = TaskErrorSchema.safeParse(parseJsonOr(reply[4], null));
+      return { kind: "dead", attempts: Number(reply[3]), lastError: lastError.success ? lastError.data : undefined };
     }
     return { kind: "skip", reason: reply[1] as "missing", status: optStatus(reply[2]) };
   }

@@ -65,6 +65,12 @@ export interface WorkerOptions {
   heartbeatTtlMs?: number;
   /** How long one claim call blocks waiting for work. @default 5_000 */
   blockMs?: number;
+  /**
+   * A claimed task is leased to this worker for this long. Leases of all running tasks are renewed
+   * together every third of it, so a long run is never taken from a live worker; a task whose lease
+   * lapsed (worker killed, frozen, cut off) is reclaimed by another worker. @default 30_000
+   */
+  leaseMs?: number;
   /** @default `${hostname}-${pid}-${random}` */
   workerId?: string;
   /** `start()` fails with a ConnectionError if Redis does not answer within this. @default 10_000 */
@@ -87,6 +93,9 @@ export interface TaskEndEvent {
 }
 
 interface Running {
+  queue: string;
+  entryId: string;
+  /** Empty while an unparseable entry is being dead-lettered. */
   taskId: string;
   controller: AbortController;
   done: Promise<void>;
@@ -115,6 +124,10 @@ export class Worker extends EventEmitter {
   private readonly blockMs: number;
   private readonly heartbeatTtlMs: number;
   private readonly connectTimeoutMs: number;
+  private readonly leaseMs: number;
+  private leaseTimer: NodeJS.Timeout | undefined;
+  private nextReclaimAt = 0;
+  private readonly reclaimCursors = new Map<string, string>();
   private readonly redisOption: RedisConnection | undefined;
   private readonly running = new Map<string, Running>();
   private conn: OwnedRedis | undefined;
@@ -145,6 +158,8 @@ export class Worker extends EventEmitter {
     this.blockMs = options.blockMs ?? 5000;
     this.heartbeatTtlMs = options.heartbeatTtlMs ?? 15_000;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+    this.leaseMs = options.leaseMs ?? 30_000;
+    if (this.leaseMs < 300) throw new FlotillaError(ErrorCodes.VALIDATION, `leaseMs must be at least 300, got ${this.leaseMs}`);
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${newId().slice(-6)}`;
     this.redisOption = options.redis;
     this.executor =
@@ -200,6 +215,9 @@ export class Worker extends EventEmitter {
     await this.trackBlockingClientId();
     this.blocking.redis.on("ready", () => void this.trackBlockingClientId());
     await this.heartbeat.start();
+    // One timer renews every lease this worker holds, however many tasks it runs.
+    this.leaseTimer = setInterval(() => void this.renewLeases(), Math.floor(this.leaseMs / 3));
+    this.leaseTimer.unref();
     this.loop = this.claimLoop();
     this.log.info("worker started", { workerId: this.workerId, queues: this.queues, concurrency: this.concurrency });
   }
@@ -232,6 +250,8 @@ export class Worker extends EventEmitter {
       }
       await Promise.all([...this.running.values()].map((r) => r.done));
     }
+    // Leases are renewed through the drain; only now can they lapse.
+    clearInterval(this.leaseTimer);
     await this.heartbeat?.stop().catch((err) => this.log.warn("could not remove heartbeat", { err }));
     await this.cancels?.stop();
     await this.hub?.close();
@@ -258,36 +278,95 @@ export class Worker extends EventEmitter {
         this.slotWaiter = undefined;
         continue;
       }
-      let entries: RawEntry[];
       try {
-        entries = await this.broker!.claim(
+        // Reclaim first, from the same budget of free slots, so reclaimed and new work never
+        // together exceed `concurrency`.
+        if (Date.now() >= this.nextReclaimAt) await this.reclaimLapsed();
+        const free = this.concurrency - this.running.size;
+        if (free <= 0) continue;
+        const untilReclaim = Math.max(1, this.nextReclaimAt - Date.now());
+        const entries = await this.broker!.claim(
           this.blocking!.redis,
           this.workerId,
           this.queues,
-          this.concurrency - this.running.size,
-          this.blockMs,
+          free,
+          Math.min(this.blockMs, untilReclaim),
         );
         failures = 0;
+        for (const raw of entries) this.dispatch(parseEntry(raw), false);
       } catch (err) {
         if (this.stopping) break;
         failures++;
         this.log.warn("claim failed; retrying", { err, failures });
         this.emit("worker:error", err);
         await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** failures, 5000)));
-        continue;
       }
-      for (const raw of entries) this.dispatch(parseEntry(raw));
     }
   }
 
-  private dispatch(entry: ParsedEntry): void {
+  /** Takes over entries whose lease lapsed with their holder, scanning each queue's whole pending list over time. */
+  private async reclaimLapsed(): Promise<void> {
+    // Every half lease, with jitter so a fleet does not scan in step.
+    this.nextReclaimAt = Date.now() + Math.floor((this.leaseMs / 2) * (0.75 + Math.random() * 0.5));
+    for (const queue of this.queues) {
+      const free = this.concurrency - this.running.size;
+      if (free <= 0 || this.stopping) return;
+      const { cursor, entries } = await this.broker!.reclaim(
+        queue,
+        this.workerId,
+        this.leaseMs,
+        free,
+        this.reclaimCursors.get(queue) ?? "0-0",
+      );
+      this.reclaimCursors.set(queue, cursor);
+      for (const raw of entries) {
+        // Our own entry, idle because renewals could not reach Redis: the run is still ours.
+        if (this.running.has(`${raw.queue}/${raw.entryId}`)) continue;
+        this.log.info("reclaimed a task whose lease lapsed", { queue, entryId: raw.entryId, task: raw.fields?.task });
+        this.dispatch(parseEntry(raw), true);
+      }
+    }
+  }
+
+  /** Renews the lease of every entry this worker holds; runs whose entry another worker took over are stopped. */
+  private async renewLeases(): Promise<void> {
+    const byQueue = new Map<string, string[]>();
+    for (const r of this.running.values()) {
+      const ids = byQueue.get(r.queue) ?? [];
+      ids.push(r.entryId);
+      byQueue.set(r.queue, ids);
+    }
+    for (const [queue, ids] of byQueue) {
+      let lost: string[];
+      try {
+        lost = await this.broker!.renew(queue, this.workerId, ids);
+      } catch (err) {
+        this.log.warn("lease renewal failed; will retry", { err, queue });
+        continue;
+      }
+      for (const entryId of lost) {
+        const r = this.running.get(`${queue}/${entryId}`);
+        if (!r) continue;
+        this.log.warn("lease lost: another worker took the task over", { queue, entryId, taskId: r.taskId });
+        r.controller.abort(new AbortReason(ErrorCodes.STALE_ATTEMPT, "lease lost: another worker took the task over"));
+      }
+    }
+  }
+
+  private dispatch(entry: ParsedEntry, reclaimed: boolean): void {
     const key = `${entry.queue}/${entry.entryId}`;
     const controller = new AbortController();
-    const running: Running = { taskId: entry.ok ? entry.taskId : "", controller, done: Promise.resolve() };
+    const running: Running = {
+      queue: entry.queue,
+      entryId: entry.entryId,
+      taskId: entry.ok ? entry.taskId : "",
+      controller,
+      done: Promise.resolve(),
+    };
     this.running.set(key, running);
     // Dead-lettering is in-flight work too: stop() waits for it before closing the connection.
     const work = entry.ok
-      ? this.runTask(entry.queue, entry.entryId, entry.taskId, controller)
+      ? this.runTask(entry.queue, entry.entryId, entry.taskId, controller, reclaimed)
       : this.deadLetter(entry.queue, entry.entryId, entry.reason, entry.fields, undefined);
     running.done = work
       .catch((err) => {
@@ -306,9 +385,14 @@ export class Worker extends EventEmitter {
     reason: string,
     fields: Record<string, string> | null,
     taskId: string | undefined,
+    extra?: Record<string, unknown>,
   ): Promise<void> {
     try {
-      await this.broker!.deadLetter(queue, entryId, { reason, fields, taskId });
+      const moved = await this.broker!.deadLetter(queue, entryId, this.workerId, { reason, fields, taskId, ...(extra && { extra }) });
+      if (!moved) {
+        this.log.warn("entry not dead-lettered: another worker holds it now", { queue, entryId, taskId });
+        return;
+      }
       this.log.warn("entry dead-lettered", { queue, entryId, reason, taskId });
       this.emit("entry:dead-lettered", { queue, entryId, reason, taskId });
     } catch (err) {
@@ -317,19 +401,37 @@ export class Worker extends EventEmitter {
     }
   }
 
-  private async runTask(queue: string, entryId: string, taskId: string, controller: AbortController): Promise<void> {
+  private async runTask(
+    queue: string,
+    entryId: string,
+    taskId: string,
+    controller: AbortController,
+    reclaimed: boolean,
+  ): Promise<void> {
     const store = this.store!;
     const redis = this.conn!.redis;
     // Watch before starting: a cancel that lands between the start script and the watch would be lost.
     const unwatch = this.cancels!.watch(taskId, (reason) => controller.abort(new AbortReason(ErrorCodes.CANCELLED, reason)));
     try {
-      const start = await store.start(taskId, this.workerId);
+      const start = await store.start(taskId, this.workerId, { reclaimed });
+      if (start.kind === "dead") {
+        const { attempts, lastError } = start;
+        await this.deadLetter(
+          queue,
+          entryId,
+          `delivery limit reached after ${attempts} attempts${lastError ? `; last error: [${lastError.code}] ${lastError.message}` : ""}`,
+          { task: taskId },
+          taskId,
+          { attempts, lastError },
+        );
+        return;
+      }
       if (start.kind === "skip") {
         if (start.reason === "missing") {
           await this.deadLetter(queue, entryId, "task record not found (expired or never written)", { task: taskId }, taskId);
         } else {
           // Cancelled while waiting, already finished, or run by another entry: nothing to do.
-          await this.broker!.ack(queue, entryId);
+          await this.broker!.ack(queue, this.workerId, entryId);
         }
         return;
       }
@@ -343,8 +445,9 @@ export class Worker extends EventEmitter {
         metadata = parseStored(MetadataSchema, parseJsonOr(start.metadata, null), `metadata of task ${taskId}`);
       } catch (err) {
         const error: TaskError = { code: ErrorCodes.INVALID_PAYLOAD, message: toTaskError(err).message };
-        await this.record(queue, entryId, taskId, { attempt, status: "FAILED", agent: start.agent, error });
+        // Dead-letter first: recording the outcome acknowledges the entry, after which it is no longer ours to move.
         await this.deadLetter(queue, entryId, `invalid payload: ${error.message}`, { task: taskId }, taskId);
+        await this.record(queue, entryId, taskId, { attempt, status: "FAILED", agent: start.agent, error });
         return;
       }
       const agentName = payload.agent.name;
@@ -428,7 +531,7 @@ export class Worker extends EventEmitter {
     const redis = this.conn!.redis;
     const pipeline = redis.pipeline();
     this.store!.queueFinish(pipeline, taskId, outcome);
-    this.broker!.queueAck(pipeline, queue, [entryId]);
+    this.broker!.queueAck(pipeline, queue, this.workerId, [entryId]);
     const [[finishErr, finishReply] = [], [ackErr] = []] = (await pipeline.exec()) ?? [];
     if (finishErr) throw finishErr;
     if (ackErr) throw ackErr;

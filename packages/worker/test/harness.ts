@@ -33,7 +33,11 @@ export function useHarness(name: string) {
       await w.start();
       return w;
     },
-    async submit(agent: Agent | AgentSpec, input: JsonValue, opts: { queue?: string; timeoutMs?: number; detailed?: boolean } = {}) {
+    async submit(
+      agent: Agent | AgentSpec,
+      input: JsonValue,
+      opts: { queue?: string; timeoutMs?: number; detailed?: boolean; maxRetries?: number; maxDeliveries?: number } = {},
+    ) {
       const spec = "toJSON" in agent ? agent.toJSON() : agent;
       const taskId = newId();
       const queue = opts.queue ?? "default";
@@ -45,7 +49,8 @@ export function useHarness(name: string) {
         payload: JSON.stringify({ agent: spec, input }),
         createdAt: Date.now(),
         detailed: opts.detailed ?? true,
-        maxRetries: 0,
+        maxRetries: opts.maxRetries ?? 0,
+        maxDeliveries: opts.maxDeliveries,
         timeoutMs: opts.timeoutMs,
         metadata: {},
       });

@@ -1,0 +1,64 @@
+import { waitFor } from "@flotilla/tooling/test-utils";
+import { describe, expect, it } from "vitest";
+import { scripted, useHarness } from "./harness.ts";
+
+describe("leases", () => {
+  const h = useHarness("leases");
+
+  /** A consumer that claims and starts a task, then goes silent, as a killed worker would. */
+  async function ghostHolds(queue: string, taskId: string) {
+    const blocking = h.redis.duplicate();
+    const [entry] = await h.broker.claim(blocking, "ghost", [queue], 1, 500);
+    blocking.disconnect();
+    expect(entry?.fields?.task).toBe(taskId);
+    expect(await h.store.start(taskId, "ghost")).toMatchObject({ kind: "run", attempt: 1 });
+  }
+
+  it("reclaims a task whose holder went silent, as a new attempt that fences the old one out", async () => {
+    const id = await h.submit(scripted("orphan"), "rescue me", { queue: "orphans" });
+    await ghostHolds("orphans", id);
+    const w = await h.worker({ queues: ["orphans"], leaseMs: 400 });
+    const record = await h.until(id);
+    expect(record).toMatchObject({ status: "COMPLETED", attempt: 2, workerId: w.workerId, result: { text: "Echo: rescue me" } });
+    const running = (await h.events(id)).filter((e) => e.status === "running");
+    expect(running).toMatchObject([
+      { attempt: 1, workerId: "ghost" },
+      { attempt: 2, workerId: w.workerId, takenOverFrom: "ghost" },
+    ]);
+    // The ghost's late outcome and its ack are refused.
+    expect(await h.store.finish(id, { attempt: 1, status: "FAILED", agent: "orphan", error: { message: "late", code: "X" } })).toMatchObject({
+      ok: false,
+    });
+    expect((await h.store.get(id))?.status).toBe("COMPLETED");
+  });
+
+  it("fails a task past maxDeliveries and dead-letters its entry with the attempts and last error", async () => {
+    const id = await h.submit(scripted("cursed"), "x", { queue: "cursed", maxDeliveries: 1 });
+    await ghostHolds("cursed", id);
+    await h.worker({ queues: ["cursed"], leaseMs: 300 });
+    const record = await h.until(id);
+    expect(record).toMatchObject({ status: "FAILED", attempt: 1, error: { code: "DELIVERY_LIMIT" } });
+    const letters = await waitFor(async () => {
+      const l = await h.broker.listDeadLetters("cursed");
+      return l.length ? l : undefined;
+    });
+    expect(letters[0]).toMatchObject({ taskId: id, extra: { attempts: 1 } });
+    expect(letters[0]!.reason).toMatch(/delivery limit reached after 1 attempts/);
+  });
+
+  it("never takes a long run away from a live worker that renews its lease", async () => {
+    const leaseMs = 400;
+    const holder = await h.worker({ queues: ["long"], leaseMs, concurrency: 1 });
+    // 14 tokens at 150 ms: over 5 lease periods.
+    const id = await h.submit(scripted("marathon", { tokenDelayMs: 150 }), "a b c d e f g h i j k l m n", { queue: "long" });
+    await waitFor(async () => (await h.store.get(id))?.status === "RUNNING", { what: "the run to start" });
+    // A second worker scans for lapsed leases all along.
+    const rival = await h.worker({ queues: ["long"], leaseMs, concurrency: 2 });
+    let stolen = 0;
+    rival.on("task:started", () => stolen++);
+    const record = await h.until(id);
+    expect(record.durationMs).toBeGreaterThan(3 * leaseMs);
+    expect(record).toMatchObject({ status: "COMPLETED", attempt: 1, workerId: holder.workerId });
+    expect(stolen).toBe(0);
+  });
+});
