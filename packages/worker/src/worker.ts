@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
 import type { Agent, ModelProvider, ProviderRegistry, ToolRegistry } from "@flotilla/agent";
-import { Broker, type ParsedEntry, parseEntry, type RawEntry } from "@flotilla/broker";
+import { Broker, type ParsedEntry, parseEntry } from "@flotilla/broker";
 import { CancelListener } from "@flotilla/cancel";
 import {
   type AgentSpec,
