@@ -33,11 +33,11 @@ describe("Broker", () => {
     await broker.enqueue("acks", "a");
     await broker.enqueue("acks", "b");
     const [first] = await broker.claim(blocking, "c1", ["acks"], 1, 100);
-    expect(await broker.depth("acks")).toEqual({ waiting: 1, inFlight: 1 });
+    expect(await broker.depth("acks")).toEqual({ waiting: 1, inFlight: 1, delayed: 0 });
     expect(await broker.ack("acks", "someone-else", first!.entryId)).toBe(0); // not theirs to ack
     expect(await broker.ack("acks", "c1", first!.entryId)).toBe(1);
     expect(await redis.xlen(keys.queue("acks"))).toBe(1);
-    expect(await broker.depth("acks")).toEqual({ waiting: 1, inFlight: 0 });
+    expect(await broker.depth("acks")).toEqual({ waiting: 1, inFlight: 0, delayed: 0 });
   });
 
   it("claims across several queues in one blocking call", async () => {

@@ -3,7 +3,14 @@ import type { ChainableCommander, Redis } from "ioredis";
 import { pairsToObject, type RawEntry } from "./entry.ts";
 
 const lua = (name: string, keys: number) => LuaScript.fromFile(new URL(`../lua/${name}.lua`, import.meta.url), keys);
-const scripts = { ack: lua("ack", 1), deadLetter: lua("dead-letter", 2), renew: lua("renew", 1) };
+const scripts = {
+  ack: lua("ack", 1),
+  deadLetter: lua("dead-letter", 2),
+  renew: lua("renew", 1),
+  retry: lua("retry", 2),
+  promote: lua("promote", 2),
+  requeue: lua("requeue", 2),
+};
 
 export interface BrokerOptions {
   /** Dead-letter streams keep about this many entries. @default 100_000 */
@@ -65,6 +72,36 @@ export class Broker {
 
   async enqueue(queue: string, taskId: string): Promise<string> {
     return (await this.redis.xadd(this.keys.queue(queue), "*", "task", taskId)) as string;
+  }
+
+  /** Holds a task back until `dueAt` (ms since the epoch); a worker moves it into the queue then. */
+  async schedule(queue: string, taskId: string, dueAt: number): Promise<void> {
+    await this.redis.zadd(this.keys.delayed(queue), dueAt, taskId);
+  }
+
+  /** Queues the move of an entry `consumer` owns to the delayed set, due at `dueAt`. */
+  queueRetry(pipeline: ChainableCommander, queue: string, consumer: string, entryId: string, taskId: string, dueAt: number): void {
+    scripts.retry.queue(pipeline, [this.keys.queue(queue), this.keys.delayed(queue)], [CONSUMER_GROUP, consumer, entryId, taskId, dueAt]);
+  }
+
+  /** Moves up to `max` due tasks into the queue; returns how many, and when the next one is due. */
+  async promote(queue: string, now = Date.now(), max = 1000): Promise<{ moved: number; nextDueAt: number | undefined }> {
+    const [moved, next] = (await scripts.promote.run(this.redis, [this.keys.queue(queue), this.keys.delayed(queue)], [now, max])) as [
+      number,
+      string,
+    ];
+    return { moved, nextDueAt: next ? Number(next) : undefined };
+  }
+
+  /** Sends a dead letter's task back to the queue and deletes the dead letter; false if it was gone. */
+  async requeueDeadLetter(queue: string, deadLetterId: string, taskId: string): Promise<boolean> {
+    const done = await scripts.requeue.run(this.redis, [this.keys.queue(queue), this.keys.deadLetters(queue)], [deadLetterId, taskId]);
+    return done === 1;
+  }
+
+  async getDeadLetter(queue: string, deadLetterId: string): Promise<DeadLetter | undefined> {
+    const [found] = await this.listDeadLetters(queue, { from: deadLetterId, count: 1 });
+    return found?.id === deadLetterId ? found : undefined;
   }
 
   /**
@@ -131,8 +168,16 @@ export class Broker {
 
   /** Moves an entry `consumer` owns to the queue's dead-letter stream and acknowledges it, atomically. */
   async deadLetter(queue: string, entryId: string, consumer: string, input: DeadLetterInput): Promise<boolean> {
-    const moved = await scripts.deadLetter.run(
-      this.redis,
+    const pipeline = this.redis.pipeline();
+    this.queueDeadLetter(pipeline, queue, entryId, consumer, input);
+    const [[err, moved] = []] = (await pipeline.exec()) ?? [];
+    if (err) throw err;
+    return moved === 1;
+  }
+
+  queueDeadLetter(pipeline: ChainableCommander, queue: string, entryId: string, consumer: string, input: DeadLetterInput): void {
+    scripts.deadLetter.queue(
+      pipeline,
       [this.keys.queue(queue), this.keys.deadLetters(queue)],
       [
         CONSUMER_GROUP,
@@ -146,14 +191,13 @@ export class Broker {
         consumer,
       ],
     );
-    return moved === 1;
   }
 
-  /** Oldest first. */
-  async listDeadLetters(queue: string, options: { count?: number; after?: string } = {}): Promise<DeadLetter[]> {
+  /** Oldest first; `after` pages on from the last id seen. */
+  async listDeadLetters(queue: string, options: { count?: number; after?: string; from?: string } = {}): Promise<DeadLetter[]> {
     const rows = await this.redis.xrange(
       this.keys.deadLetters(queue),
-      options.after ? `(${options.after}` : "-",
+      options.from ?? (options.after ? `(${options.after}` : "-"),
       "+",
       "COUNT",
       options.count ?? 100,
@@ -173,20 +217,22 @@ export class Broker {
     });
   }
 
-  /** Entries waiting to be claimed plus entries claimed but not yet acknowledged. */
-  async depth(queue: string): Promise<{ waiting: number; inFlight: number }> {
+  /** Entries waiting to be claimed, claimed but not yet done, and held back for later. */
+  async depth(queue: string): Promise<{ waiting: number; inFlight: number; delayed: number }> {
     const key = this.keys.queue(queue);
-    const [[, len], [, pending]] = (await this.redis
+    const [[, len], [, pending], [, delayed]] = (await this.redis
       .pipeline()
       .xlen(key)
       .xpending(key, CONSUMER_GROUP)
+      .zcard(this.keys.delayed(queue))
       .exec()
       .catch(() => [
         [null, 0],
         [null, [0]],
-      ])) as [[unknown, number], [unknown, [number] | null]];
+        [null, 0],
+      ])) as [[unknown, number], [unknown, [number] | null], [unknown, number]];
     const inFlight = Number(pending?.[0] ?? 0);
-    return { waiting: Math.max(0, Number(len ?? 0) - inFlight), inFlight };
+    return { waiting: Math.max(0, Number(len ?? 0) - inFlight), inFlight, delayed: Number(delayed ?? 0) };
   }
 
   private toEntries(reply: StreamReply, streamKeys: readonly string[], queues: readonly string[]): RawEntry[] {

@@ -56,16 +56,25 @@ describe("cancel", () => {
     await listener.stop();
   });
 
-  it("ends a task cancelled while running once its attempt gives it back, instead of starting it again", async () => {
+  it("ends a running task at once when its attempt would retry, instead of retrying it", async () => {
     const id = await task();
     await store.start(id, "w");
     expect((await requestCancel(redis, keys, DEFAULT_RETENTION, id, "stop after this attempt")).outcome).toBe("requested");
-    // The attempt ends without finishing the task (a retry), before its worker heard the cancel:
-    await store.finish(id, { attempt: 1, status: "RETRYING", agent: "a", error: { message: "flaky", code: "AGENT_ERROR" } });
-    expect(await store.start(id, "w2")).toMatchObject({ kind: "skip", reason: "cancelled", status: "CANCELLED" });
-    expect(await store.get(id)).toMatchObject({ status: "CANCELLED", attempt: 1, retries: 1, error: { message: "stop after this attempt" } });
+    // The attempt fails with retries left, before its worker heard the cancel:
+    expect(
+      await store.finish(id, { attempt: 1, status: "RETRYING", agent: "a", error: { message: "flaky", code: "AGENT_ERROR" }, retryAt: 1 }),
+    ).toEqual({ ok: true, status: "CANCELLED" });
+    expect(await store.get(id)).toMatchObject({ status: "CANCELLED", attempt: 1, retries: 0, error: { message: "stop after this attempt" } });
     const events = (await redis.xrange(keys.events(id), "-", "+")).map(([, f]) => JSON.parse(f[1]!));
-    expect(events.map((e) => e.status)).toEqual(["running", "retrying", "cancelled"]);
+    expect(events.map((e) => e.status)).toEqual(["running", "cancelled"]);
+  });
+
+  it("ends a cancelled task whose worker died when another worker reclaims it, instead of running it", async () => {
+    const id = await task();
+    await store.start(id, "dead-worker");
+    expect((await requestCancel(redis, keys, DEFAULT_RETENTION, id, "nobody heard me")).outcome).toBe("requested");
+    expect(await store.start(id, "w2", { reclaimed: true })).toMatchObject({ kind: "skip", reason: "cancelled", status: "CANCELLED" });
+    expect(await store.get(id)).toMatchObject({ status: "CANCELLED", attempt: 1, error: { message: "nobody heard me" } });
   });
 
   it("is a no-op on a finished task, and says so", async () => {

@@ -113,6 +113,7 @@ export class FlotillaClient {
     }
     const taskId = opts.taskId ?? newId();
     const redis = this.conn.redis;
+    const runAt = opts.runAt ?? (opts.delayMs === undefined ? undefined : Date.now() + opts.delayMs);
     return withRedis(redis, async () => {
       await this.broker.ensureGroup(opts.queue);
       const created = await this.store.create({
@@ -126,10 +127,13 @@ export class FlotillaClient {
         maxDeliveries: opts.maxDeliveries,
         timeoutMs: opts.timeoutMs,
         metadata: opts.metadata,
+        backoff: opts.backoff,
+        runAt,
       });
       if (!created) throw new DuplicateTaskError(taskId);
       try {
-        await this.broker.enqueue(opts.queue, taskId);
+        if (runAt !== undefined) await this.broker.schedule(opts.queue, taskId, runAt);
+        else await this.broker.enqueue(opts.queue, taskId);
       } catch (err) {
         // Never leave a PENDING record that no worker will see.
         await this.store.discard(taskId).catch(() => {});
@@ -160,8 +164,34 @@ export class FlotillaClient {
     return withRedis(this.conn.redis, () => this.broker.listDeadLetters(q, options));
   }
 
-  /** Waiting and in-flight entries of a queue. */
-  async queueDepth(queue = "default"): Promise<{ waiting: number; inFlight: number }> {
+  async getDeadLetter(queue: string, deadLetterId: string): Promise<DeadLetter | undefined> {
+    const q = parseInput(QueueNameSchema, queue, "queue");
+    return withRedis(this.conn.redis, () => this.broker.getDeadLetter(q, deadLetterId));
+  }
+
+  /**
+   * Sends a dead-lettered task back to its queue for another run: the task returns to PENDING with
+   * its retries and delivery allowance reset, and the dead letter is removed.
+   */
+  async requeueDeadLetter(queue: string, deadLetterId: string): Promise<TaskHandle> {
+    const q = parseInput(QueueNameSchema, queue, "queue");
+    return withRedis(this.conn.redis, async () => {
+      const letter = await this.broker.getDeadLetter(q, deadLetterId);
+      if (!letter) throw new FlotillaError(ErrorCodes.TASK_NOT_FOUND, `no dead letter ${deadLetterId} in queue "${q}"`);
+      if (!letter.taskId) {
+        throw new FlotillaError(ErrorCodes.VALIDATION, `dead letter ${deadLetterId} is a malformed entry with no task to re-queue`);
+      }
+      const revived = await this.store.requeue(letter.taskId);
+      if (!revived.ok) {
+        throw new FlotillaError(ErrorCodes.VALIDATION, `task ${letter.taskId} is ${revived.status ?? "gone"}; only FAILED tasks can be re-queued`);
+      }
+      await this.broker.requeueDeadLetter(q, deadLetterId, letter.taskId);
+      return new TaskHandle(this.ctx, letter.taskId);
+    });
+  }
+
+  /** Waiting, in-flight and delayed entries of a queue. */
+  async queueDepth(queue = "default"): Promise<{ waiting: number; inFlight: number; delayed: number }> {
     const q = parseInput(QueueNameSchema, queue, "queue");
     return withRedis(this.conn.redis, () => this.broker.depth(q));
   }

@@ -19,6 +19,7 @@ export const ErrorCodes = {
   SHUTDOWN: "SHUTDOWN",
   STALE_ATTEMPT: "STALE_ATTEMPT",
   DELIVERY_LIMIT: "DELIVERY_LIMIT",
+  UNRECOVERABLE: "UNRECOVERABLE",
   CLOSED: "CLOSED",
 } as const;
 
@@ -133,4 +134,32 @@ export function toTaskError(err: unknown, fallbackCode: string = ErrorCodes.AGEN
     return { message: err.message || err.name, code: typeof code === "string" && code ? code : fallbackCode };
   }
   return { message: typeof err === "string" ? err : JSON.stringify(err) ?? String(err), code: fallbackCode };
+}
+
+/**
+ * Throw from an agent, tool or executor to fail the task at once, without the retries it has left.
+ * Any error with `retryable: false` does the same.
+ */
+export class UnrecoverableError extends FlotillaError {
+  readonly retryable = false;
+  constructor(message: string, code: string = ErrorCodes.UNRECOVERABLE) {
+    super(code, message);
+  }
+}
+
+// Errors that the same input would raise again: retrying cannot help.
+const NON_RETRYABLE: ReadonlySet<string> = new Set([
+  ErrorCodes.VALIDATION,
+  ErrorCodes.UNKNOWN_TOOL,
+  ErrorCodes.UNKNOWN_PROVIDER,
+  ErrorCodes.UNKNOWN_AGENT,
+  ErrorCodes.INVALID_PAYLOAD,
+  ErrorCodes.UNRECOVERABLE,
+  ErrorCodes.CANCELLED,
+]);
+
+/** Whether a failed attempt may be retried: not for UnrecoverableError, `retryable: false`, or a code in NON_RETRYABLE. */
+export function isRetryable(err: unknown): boolean {
+  if (err && typeof err === "object" && (err as { retryable?: unknown }).retryable === false) return false;
+  return !NON_RETRYABLE.has(toTaskError(err).code);
 }

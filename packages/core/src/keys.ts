@@ -25,6 +25,8 @@ export interface Keys {
   queue(queue: string): string;
   /** Stream: entries of the queue that could not be run, with the reason. */
   deadLetters(queue: string): string;
+  /** Sorted set: task ids waiting for a later attempt or a scheduled start, scored by due time. */
+  delayed(queue: string): string;
   /** Sorted set: task ids by creation time, for listing. */
   taskIndex(): string;
   /** Sorted set: worker ids by last heartbeat. */
@@ -53,6 +55,7 @@ export function createKeys(prefix = "flotilla"): Keys {
     cancelChannel: () => `${prefix}:cancel`,
     queue: (q) => tagged("queue", q),
     deadLetters: (q) => `${tagged("queue", q)}:dead`,
+    delayed: (q) => `${tagged("queue", q)}:delayed`,
     taskIndex: () => `${prefix}:{index}:tasks`,
     workers: () => `${prefix}:{health}:workers`,
     worker: (id) => {

@@ -36,6 +36,27 @@ export interface Serializable {
   toJSON(): unknown;
 }
 
+/** How long to wait before each retry: exponential from `delayMs`, capped, with jitter. */
+export const BackoffSchema = z
+  .object({
+    /** Delay before the first retry; doubles for each one after. @default 1_000 */
+    delayMs: z.number().int().min(0).max(86_400_000).default(1000),
+    /** No retry waits longer than this. @default 60_000 */
+    maxDelayMs: z.number().int().min(0).max(7 * 86_400_000).default(60_000),
+    /** Up to this fraction of each delay is taken off at random, so retries spread out. @default 0.5 */
+    jitter: z.number().min(0).max(1).default(0.5),
+  })
+  .strict();
+export type Backoff = z.output<typeof BackoffSchema>;
+export type BackoffOptions = z.input<typeof BackoffSchema>;
+export const DEFAULT_BACKOFF: Backoff = { delayMs: 1000, maxDelayMs: 60_000, jitter: 0.5 };
+
+/** The wait before retry number `retries + 1`. */
+export function backoffDelay(backoff: Backoff, retries: number, random = Math.random()): number {
+  const exponential = Math.min(backoff.maxDelayMs, backoff.delayMs * 2 ** Math.min(retries, 40));
+  return Math.round(exponential * (1 - backoff.jitter * random));
+}
+
 export const SubmitOptionsSchema = z
   .object({
     queue: QueueNameSchema.default("default"),
@@ -48,11 +69,23 @@ export const SubmitOptionsSchema = z
     maxRetries: z.number().int().min(0).max(100).default(0),
     /** Attempts started at most, counting crash reclaims. @default maxRetries + 3 */
     maxDeliveries: z.number().int().min(1).max(1000).optional(),
+    /** Wait between retries. @default the worker's backoff */
+    backoff: BackoffSchema.optional(),
+    /** Start no sooner than this many ms from now. */
+    delayMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(365 * 86_400_000)
+      .optional(),
+    /** Start no sooner than this time (a Date or ms since the epoch). */
+    runAt: z.union([z.date().transform((d) => d.getTime()), z.number().int().min(0)]).optional(),
     metadata: z.record(z.string(), JsonValueSchema).default({}),
     detailed: z.boolean().default(false),
     taskId: TaskIdSchema.optional(),
   })
-  .strict();
+  .strict()
+  .refine((o) => o.delayMs === undefined || o.runAt === undefined, { message: "give delayMs or runAt, not both", path: ["runAt"] });
 export type SubmitOptions = z.input<typeof SubmitOptionsSchema>;
 export type ResolvedSubmitOptions = z.output<typeof SubmitOptionsSchema>;
 
@@ -88,6 +121,8 @@ export const TaskRecordSchema = z.object({
   retries: num.min(0).default(0),
   maxRetries: num.min(0).default(0),
   maxDeliveries: num.min(0).default(0),
+  retryAt: num.optional(),
+  runAt: num.optional(),
   timeoutMs: num.optional(),
   detailed: z.enum(["0", "1"]).transform((v) => v === "1"),
   metadata: jsonText.pipe(z.record(z.string(), JsonValueSchema)).default({}),

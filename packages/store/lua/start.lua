@@ -3,11 +3,13 @@
 -- KEYS: task, events stream, events channel, done channel
 -- ARGV: workerId, now, eventMaxLen, eventTtlMs, recordTtlMs, reclaimed (1: the entry's lease lapsed
 --       with its previous holder, who may be dead or frozen: a RUNNING task is taken over)
--- Returns {'run', attempt, payload, timeoutMs, detailed, metadata, agent} or {'skip', reason, status}
+-- Returns {'run', attempt, payload, timeoutMs, detailed, metadata, agent, retries, maxRetries, backoff}
+-- or {'skip', reason, status}
 -- ({'skip', 'dead', 'FAILED', attempts, lastError} when the delivery limit is reached).
 --@include "cancel"
 local h = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'cancelRequestedAt', 'createdAt', 'agent', 'payload',
-  'taskId', 'cancelReason', 'timeoutMs', 'detailed', 'waitMs', 'metadata', 'maxDeliveries', 'workerId', 'error')
+  'taskId', 'cancelReason', 'timeoutMs', 'detailed', 'waitMs', 'metadata', 'maxDeliveries', 'workerId', 'error',
+  'retries', 'maxRetries', 'backoff')
 local status = h[1]
 if not status then
   return { 'skip', 'missing', '' }
@@ -48,4 +50,4 @@ if status == 'RUNNING' then
   extra.takenOverFrom = h[14]
 end
 appendEvents(KEYS[1], KEYS[2], KEYS[3], { statusEvent('RUNNING', h[7], attempt, h[5], now, extra) }, ARGV[3], ARGV[4])
-return { 'run', attempt, h[6], h[9] or '', h[10], h[12] or '{}', h[5] }
+return { 'run', attempt, h[6], h[9] or '', h[10], h[12] or '{}', h[5], h[16] or '0', h[17] or '0', h[18] or '' }

@@ -1,4 +1,6 @@
 import {
+  type Backoff,
+  BackoffSchema,
   type Keys,
   LuaScript,
   parseJsonOr,
@@ -15,7 +17,7 @@ import type { ChainableCommander, Redis } from "ioredis";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 
 const lua = (name: string, keys: number) => LuaScript.fromFile(new URL(`../lua/${name}.lua`, import.meta.url), keys);
-const scripts = { create: lua("create", 2), start: lua("start", 4), finish: lua("finish", 4) };
+const scripts = { create: lua("create", 2), start: lua("start", 4), finish: lua("finish", 4), requeue: lua("requeue", 2) };
 
 /** Record fields read back (the payload is only read by the worker that starts the task). */
 const FIELDS = Object.keys(TaskRecordSchema.shape);
@@ -34,6 +36,10 @@ export interface NewTask {
   maxDeliveries?: number | undefined;
   timeoutMs?: number | undefined;
   metadata: Record<string, unknown>;
+  /** This task's own wait between retries (else the worker's). */
+  backoff?: Backoff | undefined;
+  /** When a delayed task becomes due. */
+  runAt?: number | undefined;
 }
 
 export type StartOutcome =
@@ -48,6 +54,9 @@ export type StartOutcome =
       metadata: string;
       /** The agent's name as recorded at submit. */
       agent: string;
+      retries: number;
+      maxRetries: number;
+      backoff: Backoff | undefined;
     }
   | { kind: "skip"; reason: "missing" | "terminal" | "running" | "cancelled"; status: TaskStatus | undefined }
   | { kind: "dead"; attempts: number; lastError: TaskError | undefined };
@@ -57,7 +66,9 @@ export interface FinishInput {
   status: "COMPLETED" | "FAILED" | "CANCELLED" | "RETRYING";
   agent: string;
   result?: unknown;
-  error?: TaskError;
+  error?: TaskError | undefined;
+  /** With RETRYING: when the next attempt is due. */
+  retryAt?: number | undefined;
 }
 
 export type FinishOutcome =
@@ -119,6 +130,8 @@ export class TaskStore {
         JSON.stringify(task.metadata),
         this.retention.pendingTtlMs,
         task.maxDeliveries ?? task.maxRetries + 3,
+        task.backoff ? JSON.stringify(task.backoff) : "",
+        task.runAt ?? "",
       ],
     );
     pipeline.zadd(k.taskIndex(), "NX", task.createdAt, task.taskId);
@@ -182,6 +195,9 @@ export class TaskStore {
         detailed: reply[4] === "1",
         metadata: reply[5] ?? "{}",
         agent: reply[6] ?? "",
+        retries: Number(reply[7] ?? 0),
+        maxRetries: Number(reply[8] ?? 0),
+        backoff: parseBackoff(reply[9]),
       };
     }
     if (reply[1] === "dead") {
@@ -218,8 +234,16 @@ export class TaskStore {
         r.eventMaxLen,
         r.eventTtlMs,
         r.recordTtlMs,
+        input.retryAt ?? "",
       ],
     );
+  }
+
+  /** Brings a FAILED task back to PENDING (its dead letter is being re-queued); false if it is not FAILED. */
+  async requeue(taskId: string): Promise<{ ok: boolean; status: TaskStatus | undefined }> {
+    const k = this.keys;
+    const reply = (await scripts.requeue.run(this.redis, [k.task(taskId), k.events(taskId)], [this.retention.pendingTtlMs])) as string[];
+    return { ok: reply[0] === "ok", status: optStatus(reply[1]) };
   }
 
   async finish(taskId: string, input: FinishInput, now = Date.now()): Promise<FinishOutcome> {
@@ -288,6 +312,12 @@ function zip(values: Array<string | null>): Record<string, string> {
     if (v !== null && v !== undefined) out[FIELDS[i]!] = v;
   }
   return out;
+}
+
+function parseBackoff(text: string | undefined): Backoff | undefined {
+  if (!text) return undefined;
+  const parsed = BackoffSchema.safeParse(parseJsonOr(text, null));
+  return parsed.success ? parsed.data : undefined;
 }
 
 export function parseFinish(reply: unknown): FinishOutcome {

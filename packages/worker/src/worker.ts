@@ -6,6 +6,11 @@ import { CancelListener } from "@flotilla/cancel";
 import {
   type AgentSpec,
   AgentSpecSchema,
+  type Backoff,
+  type BackoffOptions,
+  BackoffSchema,
+  backoffDelay,
+  isRetryable,
   closeRedis,
   createKeys,
   ErrorCodes,
@@ -71,6 +76,10 @@ export interface WorkerOptions {
    * lapsed (worker killed, frozen, cut off) is reclaimed by another worker. @default 30_000
    */
   leaseMs?: number;
+  /** Wait between retries for tasks that do not set their own. @default { delayMs: 1000, maxDelayMs: 60000, jitter: 0.5 } */
+  backoff?: BackoffOptions;
+  /** How often to look for delayed tasks that fell due (any live worker moves them into the queue). @default 1_000 */
+  promoteIntervalMs?: number;
   /** @default `${hostname}-${pid}-${random}` */
   workerId?: string;
   /** `start()` fails with a ConnectionError if Redis does not answer within this. @default 10_000 */
@@ -127,6 +136,9 @@ export class Worker extends EventEmitter {
   private readonly leaseMs: number;
   private leaseTimer: NodeJS.Timeout | undefined;
   private nextReclaimAt = 0;
+  private nextPromoteAt = 0;
+  private readonly backoff: Backoff;
+  private readonly promoteIntervalMs: number;
   private readonly reclaimCursors = new Map<string, string>();
   private readonly redisOption: RedisConnection | undefined;
   private readonly running = new Map<string, Running>();
@@ -159,6 +171,8 @@ export class Worker extends EventEmitter {
     this.heartbeatTtlMs = options.heartbeatTtlMs ?? 15_000;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.leaseMs = options.leaseMs ?? 30_000;
+    this.backoff = parseInput(BackoffSchema, options.backoff ?? {}, "backoff");
+    this.promoteIntervalMs = options.promoteIntervalMs ?? 1000;
     if (this.leaseMs < 300) throw new FlotillaError(ErrorCodes.VALIDATION, `leaseMs must be at least 300, got ${this.leaseMs}`);
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${newId().slice(-6)}`;
     this.redisOption = options.redis;
@@ -281,10 +295,11 @@ export class Worker extends EventEmitter {
       try {
         // Reclaim first, from the same budget of free slots, so reclaimed and new work never
         // together exceed `concurrency`.
+        if (Date.now() >= this.nextPromoteAt) await this.promoteDue();
         if (Date.now() >= this.nextReclaimAt) await this.reclaimLapsed();
         const free = this.concurrency - this.running.size;
         if (free <= 0) continue;
-        const untilReclaim = Math.max(1, this.nextReclaimAt - Date.now());
+        const untilReclaim = Math.max(1, Math.min(this.nextReclaimAt, this.nextPromoteAt) - Date.now());
         const entries = await this.broker!.claim(
           this.blocking!.redis,
           this.workerId,
@@ -302,6 +317,16 @@ export class Worker extends EventEmitter {
         await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** failures, 5000)));
       }
     }
+  }
+
+  /** Moves delayed tasks that fell due into their queues; schedules the next look. */
+  private async promoteDue(): Promise<void> {
+    let next = Date.now() + this.promoteIntervalMs;
+    for (const queue of this.queues) {
+      const { nextDueAt } = await this.broker!.promote(queue);
+      if (nextDueAt !== undefined) next = Math.min(next, nextDueAt);
+    }
+    this.nextPromoteAt = next;
   }
 
   /** Takes over entries whose lease lapsed with their holder, scanning each queue's whole pending list over time. */
@@ -445,8 +470,6 @@ export class Worker extends EventEmitter {
         metadata = parseStored(MetadataSchema, parseJsonOr(start.metadata, null), `metadata of task ${taskId}`);
       } catch (err) {
         const error: TaskError = { code: ErrorCodes.INVALID_PAYLOAD, message: toTaskError(err).message };
-        // Dead-letter first: recording the outcome acknowledges the entry, after which it is no longer ours to move.
-        await this.deadLetter(queue, entryId, `invalid payload: ${error.message}`, { task: taskId }, taskId);
         await this.record(queue, entryId, taskId, { attempt, status: "FAILED", agent: start.agent, error });
         return;
       }
@@ -498,7 +521,11 @@ export class Worker extends EventEmitter {
         outcome = { attempt, status: "COMPLETED", agent: agentName, result: result ?? null };
       } catch (err) {
         outcome = this.failure(attempt, agentName, controller.signal, err);
-        if (outcome.status === "FAILED" && !publisher.isStale) {
+        if (outcome.status === "FAILED" && start.retries < start.maxRetries && isRetryable(controller.signal.reason ?? err)) {
+          const delay = backoffDelay(start.backoff ?? this.backoff, start.retries);
+          outcome = { ...outcome, status: "RETRYING", retryAt: Date.now() + delay };
+        }
+        if (outcome.status !== "CANCELLED" && !publisher.isStale) {
           publisher.emit({ type: "error", message: outcome.error!.message, code: outcome.error!.code });
         }
         await publisher.flush().catch(() => {});
@@ -516,7 +543,7 @@ export class Worker extends EventEmitter {
     }
   }
 
-  /** Decides how a failed or aborted attempt ends. (Retry policy hooks in here.) */
+  /** Decides how a failed or aborted attempt ends; a FAILED one may still become a retry. */
   protected failure(attempt: number, agent: string, signal: AbortSignal, err: unknown): FinishInput {
     const reason = signal.aborted ? signal.reason : err;
     const error = toTaskError(reason);
@@ -526,24 +553,43 @@ export class Worker extends EventEmitter {
     return { attempt, status: "FAILED", agent, error };
   }
 
-  /** Writes the outcome and acknowledges the entry in one round trip. */
+  /**
+   * Writes the outcome and settles the entry in one round trip: acknowledged when the task
+   * completed or was cancelled, moved to the delayed set for a retry, dead-lettered when it failed.
+   */
   private async record(queue: string, entryId: string, taskId: string, outcome: FinishInput): Promise<void> {
     const redis = this.conn!.redis;
     const pipeline = redis.pipeline();
     this.store!.queueFinish(pipeline, taskId, outcome);
-    this.broker!.queueAck(pipeline, queue, this.workerId, [entryId]);
-    const [[finishErr, finishReply] = [], [ackErr] = []] = (await pipeline.exec()) ?? [];
+    if (outcome.status === "RETRYING") {
+      this.broker!.queueRetry(pipeline, queue, this.workerId, entryId, taskId, outcome.retryAt ?? Date.now());
+    } else if (outcome.status === "FAILED") {
+      const error = outcome.error ?? { message: "failed", code: ErrorCodes.AGENT_ERROR };
+      this.broker!.queueDeadLetter(pipeline, queue, entryId, this.workerId, {
+        reason: `failed after ${outcome.attempt} attempt${outcome.attempt === 1 ? "" : "s"}: [${error.code}] ${error.message}`,
+        fields: { task: taskId },
+        taskId,
+        extra: { attempts: outcome.attempt, lastError: error },
+      });
+    } else {
+      this.broker!.queueAck(pipeline, queue, this.workerId, [entryId]);
+    }
+    const [[finishErr, finishReply] = [], [settleErr, settled] = []] = (await pipeline.exec()) ?? [];
     if (finishErr) throw finishErr;
-    if (ackErr) throw ackErr;
+    if (settleErr) throw settleErr;
+    if (outcome.status === "FAILED" && settled === 1) {
+      this.emit("entry:dead-lettered", { queue, entryId, reason: `[${outcome.error?.code}] ${outcome.error?.message}`, taskId });
+    }
     const finished = parseFinish(finishReply);
+    const status = finished.ok ? (finished.status as FinishInput["status"]) : outcome.status;
     if (finished.ok) {
-      if (outcome.status === "COMPLETED") this.counts.completed++;
-      else if (outcome.status === "FAILED") this.counts.failed++;
+      if (status === "COMPLETED") this.counts.completed++;
+      else if (status === "FAILED") this.counts.failed++;
     } else {
       this.log.warn("outcome not recorded", { taskId, reason: finished.reason, status: finished.status });
     }
-    this.log.info("task ended", { taskId, attempt: outcome.attempt, status: outcome.status, error: outcome.error, recorded: finished.ok });
-    const end: TaskEndEvent = { taskId, attempt: outcome.attempt, status: outcome.status, error: outcome.error, recorded: finished.ok };
+    this.log.info("task ended", { taskId, attempt: outcome.attempt, status, error: outcome.error, retryAt: outcome.retryAt, recorded: finished.ok });
+    const end: TaskEndEvent = { taskId, attempt: outcome.attempt, status, error: outcome.error, recorded: finished.ok };
     this.emit("task:ended", end);
   }
 }

@@ -135,8 +135,8 @@ describe("Worker", () => {
       expect.stringMatching(/malformed queue entry: task/),
       expect.stringMatching(/malformed queue entry: task/),
       expect.stringMatching(/task record not found/),
-      expect.stringMatching(/invalid payload/),
-      expect.stringMatching(/invalid payload: corrupt metadata/),
+      expect.stringMatching(/failed after 1 attempt: \[INVALID_PAYLOAD\] corrupt payload/),
+      expect.stringMatching(/failed after 1 attempt: \[INVALID_PAYLOAD\] corrupt metadata/),
     ]);
     expect(await h.store.get("corrupt-payload")).toMatchObject({ status: "FAILED", error: { code: "INVALID_PAYLOAD" } });
     // Reading the record back reports the corruption as a typed error; the outcome is recorded all the same.
