@@ -113,7 +113,8 @@ export class FlotillaClient {
     }
     const taskId = opts.taskId ?? newId();
     const redis = this.conn.redis;
-    const runAt = opts.runAt ?? (opts.delayMs === undefined ? undefined : Date.now() + opts.delayMs);
+    const now = Date.now();
+    const runAt = opts.runAt ?? (opts.delayMs === undefined ? undefined : now + opts.delayMs);
     return withRedis(redis, async () => {
       await this.broker.ensureGroup(opts.queue);
       const created = await this.store.create({
@@ -121,7 +122,7 @@ export class FlotillaClient {
         queue: opts.queue,
         agent: spec.name,
         payload,
-        createdAt: Date.now(),
+        createdAt: now,
         detailed: opts.detailed,
         maxRetries: opts.maxRetries,
         maxDeliveries: opts.maxDeliveries,

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -36,7 +37,9 @@ export class LuaScript {
   readonly lua: string;
 
   constructor(name: string, lua: string, numberOfKeys: number) {
-    this.name = `flotilla_${name}`;
+    // Scripts are registered on a connection by name: the source hash keeps two packages'
+    // scripts of the same name (or two versions of one) from shadowing each other.
+    this.name = `flotilla_${name.replace(/\W/g, "_")}_${createHash("sha1").update(lua).digest("hex").slice(0, 10)}`;
     this.lua = lua;
     this.numberOfKeys = numberOfKeys;
   }

@@ -45,3 +45,27 @@ describe("schemas", () => {
     expect(() => parseTaskRecord({ taskId: "t", status: "WEIRD" }, "t")).toThrow(CorruptRecordError);
   });
 });
+
+describe("LuaScript", () => {
+  it("gives scripts of the same file name but different source different command names", async () => {
+    const { LuaScript } = await import("./lua.ts");
+    const a = new LuaScript("requeue", "return 1", 0);
+    const b = new LuaScript("requeue", "return 2", 0);
+    expect(a.name).not.toBe(b.name);
+    expect(a.name).toMatch(/^flotilla_requeue_[0-9a-f]{10}$/);
+  });
+});
+
+describe("backoffDelay", () => {
+  it("doubles from delayMs, caps at maxDelayMs, and takes off at most the jitter fraction", async () => {
+    const { backoffDelay } = await import("./schemas.ts");
+    const b = { delayMs: 100, maxDelayMs: 1000, jitter: 0.5 };
+    expect([0, 1, 2, 3, 4, 10].map((r) => backoffDelay(b, r, 0))).toEqual([100, 200, 400, 800, 1000, 1000]);
+    expect(backoffDelay(b, 2, 1)).toBe(200);
+    for (let i = 0; i < 100; i++) {
+      const d = backoffDelay(b, 3);
+      expect(d).toBeGreaterThanOrEqual(400);
+      expect(d).toBeLessThanOrEqual(800);
+    }
+  });
+});
