@@ -1,5 +1,6 @@
 import { type CancelOutcome, requestCancel } from "@flotilla/cancel";
 import {
+  ConnectionError,
   isTerminal,
   type JsonValue,
   TaskCancelledError,
@@ -67,7 +68,18 @@ export class TaskHandle {
         const woken = new Promise<"woken">((resolve) => {
           wake = () => resolve("woken");
         });
-        const record = await this.status();
+        let record: TaskResult;
+        try {
+          record = await this.status();
+        } catch (err) {
+          // Redis is restarting or the connection dropped: wait for the reconnect (or a moment), then look again.
+          if (!(err instanceof ConnectionError)) throw err;
+          const pause = new Promise<"woken">((resolve) => setTimeout(resolve, 250, "woken"));
+          const why = await Promise.race([woken, pause, expired, aborted]);
+          if (why === "timeout") throw new WaitTimeoutError(`task ${this.taskId} to finish`, timeoutMs!);
+          if (why === "aborted") throw signal!.reason;
+          continue;
+        }
         if (isTerminal(record.status)) return settle(record);
         const why = await Promise.race([woken, expired, aborted]);
         if (why === "timeout") throw new WaitTimeoutError(`task ${this.taskId} to finish`, timeoutMs!);

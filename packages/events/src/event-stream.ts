@@ -1,4 +1,12 @@
-import { CorruptRecordError, type Keys, type SubscriberHub, TaskNotFoundError, type Unsubscribe } from "@flotilla/core";
+import {
+  CorruptRecordError,
+  isConnectionFailure,
+  type Keys,
+  type SubscriberHub,
+  TaskNotFoundError,
+  translateRedisError,
+  type Unsubscribe,
+} from "@flotilla/core";
 import type { Redis } from "ioredis";
 import { type FlotillaEvent, FlotillaEventSchema, isTerminalEvent } from "./schema.ts";
 
@@ -25,6 +33,19 @@ export function parseEvent(raw: unknown, taskId: string): FlotillaEvent {
     throw new CorruptRecordError(`event of task ${taskId}`, parsed.error.issues[0]?.message ?? "invalid");
   }
   return parsed.data;
+}
+
+/** XRANGE that rides out a dropped connection or a Redis restart for up to 30 s. */
+async function readRange(redis: Redis, key: string, from: string, count: number, signal: AbortSignal | undefined) {
+  const giveUpAt = Date.now() + 30_000;
+  for (;;) {
+    try {
+      return await redis.xrange(key, from, "+", "COUNT", count);
+    } catch (err) {
+      if (!isConnectionFailure(err) || Date.now() > giveUpAt || signal?.aborted) throw translateRedisError(redis, err);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
 }
 
 /**
@@ -80,7 +101,7 @@ export async function* streamEvents(
       const out: FlotillaEvent[] = [];
       let from = `(0-${last}`;
       for (;;) {
-        const rows = await redis.xrange(streamKey, from, "+", "COUNT", pageSize);
+        const rows = await readRange(redis, streamKey, from, pageSize, signal);
         for (const [id, fields] of rows) {
           out.push(parseEvent(JSON.parse(fields[1] ?? "null"), taskId));
           from = `(${id}`;

@@ -1,0 +1,77 @@
+import { Agent } from "@flotilla/agent";
+import { startRedisServer, type TestRedisServer } from "@flotilla/tooling/redis-server";
+import { Worker } from "@flotilla/worker";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FlotillaClient, type TaskHandle } from "../src/index.ts";
+
+describe("Redis faults", () => {
+  let server: TestRedisServer;
+  beforeAll(async () => {
+    server = await startRedisServer();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("loses no task when Redis restarts mid-run (AOF on)", async () => {
+    const prefix = "restart";
+    const workers = [0, 1].map(
+      () => new Worker({ redis: server.url, prefix, concurrency: 8, leaseMs: 1000, blockMs: 500, heartbeatTtlMs: 3000 }),
+    );
+    await Promise.all(workers.map((w) => w.start()));
+    const client = new FlotillaClient({ redis: server.url, prefix });
+    const agent = new Agent({ name: "steady", model: "scripted:x", options: { scripted: { tokenDelayMs: 20 } } });
+    const handles: TaskHandle[] = [];
+    for (let i = 0; i < 150; i++) handles.push(await client.submit(agent, `task ${i} of the restart test`));
+    const results = handles.map((h) => h.result({ timeoutMs: 60_000 }));
+    await new Promise((r) => setTimeout(r, 300)); // mid-run
+    await server.restart(500);
+    for (let i = 150; i < 200; i++) handles.push(await client.submit(agent, `task ${i} after the restart`));
+    results.push(...handles.slice(150).map((h) => h.result({ timeoutMs: 60_000 })));
+    const settled = await Promise.allSettled(results);
+    const failed = settled.flatMap((s, i) => (s.status === "rejected" ? [`${handles[i]!.taskId}: ${s.reason}`] : []));
+    expect(failed).toEqual([]);
+    for (const h of handles) expect((await h.status()).status).toBe("COMPLETED");
+    const admin = new Redis(server.url);
+    expect(await admin.xlen(`${prefix}:queue:{default}`)).toBe(0);
+    admin.disconnect();
+    await Promise.all(workers.map((w) => w.stop({ drainTimeoutMs: 5000 })));
+    await client.close();
+  }, 90_000);
+
+  it("finishes every task when all connections are killed mid-run (CLIENT KILL)", async () => {
+    const prefix = "kill";
+    const workers = [0, 1].map(
+      () => new Worker({ redis: server.url, prefix, concurrency: 8, leaseMs: 1000, blockMs: 500, heartbeatTtlMs: 3000 }),
+    );
+    await Promise.all(workers.map((w) => w.start()));
+    const client = new FlotillaClient({ redis: server.url, prefix });
+    const agent = new Agent({ name: "steady", model: "scripted:x", options: { scripted: { tokenDelayMs: 20 } } });
+    const handles: TaskHandle[] = [];
+    for (let i = 0; i < 100; i++) handles.push(await client.submit(agent, `task ${i} of the kill test`, { detailed: true }));
+    const streamed = handles.slice(0, 5).map(async (h) => {
+      const seqs: number[] = [];
+      for await (const e of h.stream()) seqs.push(e.seq);
+      return seqs;
+    });
+    const results = handles.map((h) => h.result({ timeoutMs: 60_000 }));
+    await new Promise((r) => setTimeout(r, 250));
+    const admin = new Redis(server.url);
+    const me = await admin.client("ID");
+    let killed = 0;
+    for (let round = 0; round < 3; round++) {
+      for (const type of ["normal", "pubsub"]) killed += Number(await admin.client("KILL", "TYPE", type, "SKIPME", "yes"));
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    expect(killed).toBeGreaterThan(5);
+    expect(me).toBeTruthy();
+    const settled = await Promise.allSettled(results);
+    expect(settled.flatMap((s, i) => (s.status === "rejected" ? [`${handles[i]!.taskId}: ${s.reason}`] : []))).toEqual([]);
+    for (const seqs of await Promise.all(streamed)) expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+    expect(await admin.xlen(`${prefix}:queue:{default}`)).toBe(0);
+    admin.disconnect();
+    await Promise.all(workers.map((w) => w.stop({ drainTimeoutMs: 5000 })));
+    await client.close();
+  }, 90_000);
+});

@@ -1,0 +1,70 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface TestRedisServer {
+  url: string;
+  port: number;
+  /** Stops it the way an operator would (SHUTDOWN: the AOF is flushed) and starts it again on the same port and data. */
+  restart(downMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+function answers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host: "127.0.0.1", port });
+    s.setTimeout(500, () => (s.destroy(), resolve(false)));
+    s.on("error", () => resolve(false));
+    s.on("connect", () => s.write("PING\r\n"));
+    s.on("data", (d) => (s.destroy(), resolve(d.toString().includes("PONG"))));
+  });
+}
+
+/** A private redis-server on a free loopback port, with AOF on, for tests that restart or kill Redis. */
+export async function startRedisServer(): Promise<TestRedisServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "flotilla-redis-"));
+  let child: ChildProcess | undefined;
+  const launch = async () => {
+    child = spawn(
+      "redis-server",
+      ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
+      { stdio: "ignore" },
+    );
+    for (let i = 0; i < 100 && !(await answers(port)); i++) await new Promise((r) => setTimeout(r, 50));
+    if (!(await answers(port))) throw new Error(`redis-server on ${port} did not start`);
+  };
+  const halt = async () => {
+    const c = child;
+    if (!c || c.exitCode !== null) return;
+    const exited = new Promise((r) => c.once("exit", r));
+    c.kill("SIGTERM"); // redis-server flushes the AOF and exits on SIGTERM
+    await exited;
+  };
+  await launch();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    async restart(downMs = 300) {
+      await halt();
+      await new Promise((r) => setTimeout(r, downMs));
+      await launch();
+    },
+    async stop() {
+      await halt();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
