@@ -25,10 +25,14 @@ function freePort(): Promise<number> {
 function answers(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = net.connect({ host: "127.0.0.1", port });
-    s.setTimeout(500, () => (s.destroy(), resolve(false)));
-    s.on("error", () => resolve(false));
+    const done = (ok: boolean) => {
+      s.destroy();
+      resolve(ok);
+    };
+    s.setTimeout(500, () => done(false));
+    s.on("error", () => done(false));
     s.on("connect", () => s.write("PING\r\n"));
-    s.on("data", (d) => (s.destroy(), resolve(d.toString().includes("PONG"))));
+    s.on("data", (d) => done(d.toString().includes("PONG")));
   });
 }
 
