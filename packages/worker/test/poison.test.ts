@@ -1,0 +1,83 @@
+import { CONSUMER_GROUP } from "@flotilla/core";
+import { waitFor } from "@flotilla/tooling/test-utils";
+import { describe, expect, it } from "vitest";
+import { scripted, useHarness } from "./harness.ts";
+
+const agent = scripted("fine").toJSON();
+const payload = (p: unknown) => (typeof p === "string" ? p : JSON.stringify(p));
+
+/** Bad queue entries: [name, fields, what the dead letter's reason must say]. */
+const badEntries: Array<[string, string[], RegExp]> = [
+  ["no task field", ["foo", "bar"], /malformed queue entry: task/],
+  ["empty task id", ["task", ""], /malformed queue entry: task/],
+  ["braces in the id", ["task", "a{b}c"], /malformed queue entry: task/],
+  ["spaces in the id", ["task", "two words"], /malformed queue entry: task/],
+  ["huge id (1 MB)", ["task", "x".repeat(1_000_000)], /malformed queue entry: task/],
+  ["unknown extra field", ["task", "ok-id", "run", "rm -rf /"], /malformed queue entry/],
+  ["id of a task that does not exist", ["task", "ghost-task"], /task record not found/],
+];
+
+/** Records whose payload or metadata no worker can run: [name, stored payload, field named in the reason]. */
+const badPayloads: Array<[string, string, RegExp, Record<string, string>?]> = [
+  ["payload not JSON", "{not json", /INVALID_PAYLOAD.*JSON/],
+  ["payload a number", "42", /INVALID_PAYLOAD/],
+  ["payload without an agent", payload({ input: "x" }), /INVALID_PAYLOAD.*agent/],
+  ["agent without a model", payload({ agent: { ...agent, model: undefined }, input: "x" }), /INVALID_PAYLOAD.*agent\.model/],
+  ["model without a provider", payload({ agent: { ...agent, model: "gpt" }, input: "x" }), /INVALID_PAYLOAD.*agent\.model/],
+  ["unknown agent field", payload({ agent: { ...agent, code: "require('child_process')" }, input: "x" }), /INVALID_PAYLOAD.*agent/],
+  ["tools not a list", payload({ agent: { ...agent, tools: "all" }, input: "x" }), /INVALID_PAYLOAD.*agent\.tools/],
+  ["empty agent name", payload({ agent: { ...agent, name: "" }, input: "x" }), /INVALID_PAYLOAD.*agent\.name/],
+  ["options not an object", payload({ agent: { ...agent, options: [1, 2] }, input: "x" }), /INVALID_PAYLOAD.*agent\.options/],
+  ["no input", payload({ agent }), /INVALID_PAYLOAD.*input/],
+  ["unknown payload field", payload({ agent, input: "x", eval: "1+1" }), /INVALID_PAYLOAD/],
+  ["metadata not JSON", payload({ agent, input: "x" }), /INVALID_PAYLOAD.*metadata/, { metadata: "{oops" }],
+];
+
+describe("poison messages", () => {
+  const h = useHarness("poison");
+
+  it(`dead-letters ${badEntries.length + badPayloads.length} kinds of bad entries and payloads with a reason, and keeps serving`, async () => {
+    const w = await h.worker({ queues: ["poison"] });
+    let crashed = 0;
+    w.on("worker:error", () => crashed++);
+    const stream = h.keys.queue("poison");
+    await h.broker.ensureGroup("poison");
+    const expected = new Map<string, RegExp>();
+    for (const [, fields, reason] of badEntries) expected.set((await h.redis.xadd(stream, "*", ...fields)) as string, reason);
+    for (const [i, [, stored, reason, overrides]] of badPayloads.entries()) {
+      const taskId = `bad-payload-${i}`;
+      await h.store.create({
+        taskId,
+        queue: "poison",
+        agent: "fine",
+        payload: "{}",
+        createdAt: Date.now(),
+        detailed: false,
+        maxRetries: 3,
+        metadata: {},
+      });
+      await h.redis.hset(h.keys.task(taskId), { payload: stored, ...overrides });
+      expected.set(await h.broker.enqueue("poison", taskId), reason);
+    }
+    const good = await h.submit(scripted("fine"), "after all that", { queue: "poison" });
+    expect((await h.until(good)).status).toBe("COMPLETED");
+
+    const letters = await waitFor(
+      async () => {
+        const l = await h.broker.listDeadLetters("poison", { count: 100 });
+        return l.length >= expected.size ? l : undefined;
+      },
+      { what: `${expected.size} dead letters` },
+    );
+    const unmatched = letters.filter((l) => !expected.get(l.entryId)?.test(l.reason)).map((l) => `${l.entryId}: ${l.reason}`);
+    expect(unmatched).toEqual([]);
+    expect(new Set(letters.map((l) => l.entryId))).toEqual(new Set(expected.keys()));
+    // Bad payloads fail their task once, without retries: the same payload would fail again.
+    for (let i = 0; i < badPayloads.length; i++) {
+      expect(await h.redis.hmget(h.keys.task(`bad-payload-${i}`), "status", "attempt", "retries")).toEqual(["FAILED", "1", "0"]);
+    }
+    expect(((await h.redis.xpending(stream, CONSUMER_GROUP)) as [number])[0]).toBe(0);
+    expect(await h.redis.xlen(stream)).toBe(0);
+    expect(crashed).toBe(0);
+  });
+});
