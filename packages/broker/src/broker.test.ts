@@ -9,6 +9,7 @@ const blocking = testRedis();
 const prefix = testPrefix("broker");
 const keys = createKeys(prefix);
 const broker = new Broker(redis, keys);
+const lane = (queue: string) => ({ queue, priority: "normal" as const });
 afterAll(async () => {
   await cleanupPrefix(redis, prefix);
   await redis.quit();
@@ -34,8 +35,8 @@ describe("Broker", () => {
     await broker.enqueue("acks", "b");
     const [first] = await broker.claim(blocking, "c1", ["acks"], 1, 100);
     expect(await broker.depth("acks")).toEqual({ waiting: 1, inFlight: 1, delayed: 0 });
-    expect(await broker.ack("acks", "someone-else", first!.entryId)).toBe(0); // not theirs to ack
-    expect(await broker.ack("acks", "c1", first!.entryId)).toBe(1);
+    expect(await broker.ack(lane("acks"), "someone-else", first!.entryId)).toBe(0); // not theirs to ack
+    expect(await broker.ack(lane("acks"), "c1", first!.entryId)).toBe(1);
     expect(await redis.xlen(keys.queue("acks"))).toBe(1);
     expect(await broker.depth("acks")).toEqual({ waiting: 1, inFlight: 0, delayed: 0 });
   });
@@ -55,20 +56,34 @@ describe("Broker", () => {
     const held = await broker.claim(blocking, "old", ["lease"], 7, 100);
     const ids = held.map((e) => e.entryId);
     await new Promise((r) => setTimeout(r, 60));
-    expect(await broker.renew("lease", "old", ids.slice(0, 2))).toEqual([]); // these two are fresh again
+    expect(await broker.renew(lane("lease"), "old", ids.slice(0, 2))).toEqual([]); // these two are fresh again
     // Page through the pending list three at a time: only the five idle ones move to "new".
     const moved: string[] = [];
     let cursor = "0-0";
     do {
-      const page = await broker.reclaim("lease", "new", 50, 3, cursor);
+      const page = await broker.reclaim(lane("lease"), "new", 50, 3, cursor);
       moved.push(...page.entries.map((e) => e.entryId));
       cursor = page.cursor;
     } while (cursor !== "0-0");
     expect(moved).toEqual(ids.slice(2));
     // "old" has lost those five: renewing them says so, and does not steal them back.
-    expect(await broker.renew("lease", "old", ids)).toEqual(ids.slice(2));
+    expect(await broker.renew(lane("lease"), "old", ids)).toEqual(ids.slice(2));
     const owners = (await redis.xpending(keys.queue("lease"), CONSUMER_GROUP, "-", "+", 10)) as Array<[string, string]>;
     expect(owners.map(([, c]) => c)).toEqual(["old", "old", "new", "new", "new", "new", "new"]);
+  });
+
+  it("takes high before normal before low, and lets lower lanes go first when told to", async () => {
+    await broker.ensureGroup("prio");
+    for (const [i, p] of (["low", "normal", "high", "low", "high", "normal"] as const).entries()) await broker.enqueue("prio", `t${i}`, p);
+    const first = await broker.claim(blocking, "c1", ["prio"], 3, 100);
+    expect(first.map((e) => [e.priority, e.fields?.task])).toEqual([
+      ["high", "t2"],
+      ["high", "t4"],
+      ["normal", "t1"],
+    ]);
+    const fair = await broker.claim(blocking, "c1", ["prio"], 2, 100, { order: ["low", "normal", "high"] });
+    expect(fair.map((e) => e.fields?.task)).toEqual(["t0", "t3"]);
+    expect(await broker.depth("prio")).toEqual({ waiting: 1, inFlight: 5, delayed: 0 });
   });
 
   it("dead-letters an entry with its reason and acknowledges it", async () => {
@@ -78,8 +93,8 @@ describe("Broker", () => {
     const parsed = parseEntry(raw!);
     expect(parsed.ok).toBe(false);
     if (parsed.ok) return;
-    expect(await broker.deadLetter("dl", parsed.entryId, "intruder", { reason: "not mine", fields: null })).toBe(false);
-    expect(await broker.deadLetter("dl", parsed.entryId, "c1", { reason: parsed.reason, fields: parsed.fields })).toBe(true);
+    expect(await broker.deadLetter(lane("dl"), parsed.entryId, "intruder", { reason: "not mine", fields: null })).toBe(false);
+    expect(await broker.deadLetter(lane("dl"), parsed.entryId, "c1", { reason: parsed.reason, fields: parsed.fields })).toBe(true);
     const [letter] = await broker.listDeadLetters("dl");
     expect(letter).toMatchObject({ entryId: raw!.entryId, fields: { garbage: "yes" } });
     expect(letter!.reason).toMatch(/malformed queue entry/);
@@ -99,7 +114,7 @@ describe("parseEntry", () => {
   ];
   for (const [name, fields, reason] of cases) {
     it(`rejects ${name}`, () => {
-      const parsed = parseEntry({ queue: "q", entryId: "1-1", fields });
+      const parsed = parseEntry({ queue: "q", priority: "normal", entryId: "1-1", fields });
       expect(parsed.ok).toBe(false);
       if (!parsed.ok) expect(parsed.reason).toMatch(reason);
     });

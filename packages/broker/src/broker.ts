@@ -1,6 +1,6 @@
-import { CONSUMER_GROUP, type Keys, LuaScript, parseJsonOr } from "@flotilla/core";
+import { CONSUMER_GROUP, type Keys, LuaScript, PRIORITIES, type Priority, parseJsonOr } from "@flotilla/core";
 import type { ChainableCommander, Redis } from "ioredis";
-import { pairsToObject, type RawEntry } from "./entry.ts";
+import { type Lane, pairsToObject, type RawEntry } from "./entry.ts";
 
 const lua = (name: string, keys: number) => LuaScript.fromFile(new URL(`../lua/${name}.lua`, import.meta.url), keys);
 const scripts = {
@@ -20,6 +20,8 @@ export interface BrokerOptions {
 export interface DeadLetter {
   id: string;
   queue: string;
+  /** The lane the entry came from, and goes back to when re-queued. */
+  priority: Priority;
   entryId: string;
   taskId: string | undefined;
   reason: string;
@@ -36,11 +38,18 @@ export interface DeadLetterInput {
   extra?: Record<string, unknown>;
 }
 
+export interface ClaimOptions {
+  /** Read lower lanes first this round (the fairness rule); default high → normal → low. */
+  order?: readonly Priority[];
+}
+
 type StreamReply = Array<[key: string, entries: Array<[id: string, fields: string[] | null]>]> | null;
 
 /**
- * Task queues on Redis Streams. Each queue is one stream read through one consumer group;
- * an entry is acknowledged and deleted when its task is done, or moved to the dead-letter stream.
+ * Task queues on Redis Streams. Each queue has three priority lanes (high, normal, low), each a
+ * stream read through one consumer group; an entry is acknowledged and deleted when its task is
+ * done, put in the lane's delayed set for a retry, or moved to the queue's dead-letter stream.
+ * Every write that settles an entry is fenced: only the consumer holding it may make it.
  */
 export class Broker {
   private readonly redis: Redis;
@@ -55,61 +64,62 @@ export class Broker {
     for (const s of Object.values(scripts)) s.install(redis);
   }
 
-  /** Creates the queue's consumer group at id 0, so entries added before any worker ran are read. */
+  private stream(lane: Lane): string {
+    return this.keys.lane(lane.queue, lane.priority);
+  }
+
+  /** Creates every lane's consumer group at id 0, so entries added before any worker ran are read. */
   async ensureGroup(queue: string): Promise<void> {
     if (this.groups.has(queue)) return;
-    try {
-      await this.redis.xgroup("CREATE", this.keys.queue(queue), CONSUMER_GROUP, "0", "MKSTREAM");
-    } catch (err) {
-      if (!String((err as Error).message).includes("BUSYGROUP")) throw err;
+    for (const priority of PRIORITIES) {
+      try {
+        await this.redis.xgroup("CREATE", this.keys.lane(queue, priority), CONSUMER_GROUP, "0", "MKSTREAM");
+      } catch (err) {
+        if (!String((err as Error).message).includes("BUSYGROUP")) throw err;
+      }
     }
     this.groups.add(queue);
   }
 
-  queueEnqueue(pipeline: ChainableCommander, queue: string, taskId: string): void {
-    pipeline.xadd(this.keys.queue(queue), "*", "task", taskId);
+  async enqueue(queue: string, taskId: string, priority: Priority = "normal"): Promise<string> {
+    return (await this.redis.xadd(this.keys.lane(queue, priority), "*", "task", taskId)) as string;
   }
 
-  async enqueue(queue: string, taskId: string): Promise<string> {
-    return (await this.redis.xadd(this.keys.queue(queue), "*", "task", taskId)) as string;
-  }
-
-  /** Holds a task back until `dueAt` (ms since the epoch); a worker moves it into the queue then. */
-  async schedule(queue: string, taskId: string, dueAt: number): Promise<void> {
-    await this.redis.zadd(this.keys.delayed(queue), dueAt, taskId);
-  }
-
-  /** Queues the move of an entry `consumer` owns to the delayed set, due at `dueAt`. */
-  queueRetry(pipeline: ChainableCommander, queue: string, consumer: string, entryId: string, taskId: string, dueAt: number): void {
-    scripts.retry.queue(pipeline, [this.keys.queue(queue), this.keys.delayed(queue)], [CONSUMER_GROUP, consumer, entryId, taskId, dueAt]);
-  }
-
-  /** Moves up to `max` due tasks into the queue; returns how many, and when the next one is due. */
-  async promote(queue: string, now = Date.now(), max = 1000): Promise<{ moved: number; nextDueAt: number | undefined }> {
-    const [moved, next] = (await scripts.promote.run(this.redis, [this.keys.queue(queue), this.keys.delayed(queue)], [now, max])) as [
-      number,
-      string,
-    ];
-    return { moved, nextDueAt: next ? Number(next) : undefined };
-  }
-
-  /** Sends a dead letter's task back to the queue and deletes the dead letter; false if it was gone. */
-  async requeueDeadLetter(queue: string, deadLetterId: string, taskId: string): Promise<boolean> {
-    const done = await scripts.requeue.run(this.redis, [this.keys.queue(queue), this.keys.deadLetters(queue)], [deadLetterId, taskId]);
-    return done === 1;
-  }
-
-  async getDeadLetter(queue: string, deadLetterId: string): Promise<DeadLetter | undefined> {
-    const [found] = await this.listDeadLetters(queue, { from: deadLetterId, count: 1 });
-    return found?.id === deadLetterId ? found : undefined;
+  /** Holds a task back until `dueAt` (ms since the epoch); a worker moves it into its lane then. */
+  async schedule(queue: string, taskId: string, dueAt: number, priority: Priority = "normal"): Promise<void> {
+    await this.redis.zadd(this.keys.delayed(queue, priority), dueAt, taskId);
   }
 
   /**
-   * Claims up to `count` new entries across `queues` for `consumer`, blocking up to `blockMs`.
-   * `blocking` must be a connection used for nothing else.
+   * Claims up to `count` new entries for `consumer`. Lanes are read in priority order without
+   * blocking, so a waiting high-priority task is always taken before a normal one; only when every
+   * lane is empty does it block (up to `blockMs`) on all of them. `blocking` is used for nothing else.
    */
-  async claim(blocking: Redis, consumer: string, queues: readonly string[], count: number, blockMs: number): Promise<RawEntry[]> {
-    const streamKeys = queues.map((q) => this.keys.queue(q));
+  async claim(
+    blocking: Redis,
+    consumer: string,
+    queues: readonly string[],
+    count: number,
+    blockMs: number,
+    options: ClaimOptions = {},
+  ): Promise<RawEntry[]> {
+    const lanes = (options.order ?? PRIORITIES).flatMap((priority) => queues.map((queue) => ({ queue, priority })));
+    const out: RawEntry[] = [];
+    for (const lane of lanes) {
+      if (out.length >= count) return out;
+      const reply = (await blocking.xreadgroup(
+        "GROUP",
+        CONSUMER_GROUP,
+        consumer,
+        "COUNT",
+        count - out.length,
+        "STREAMS",
+        this.stream(lane),
+        ">",
+      )) as StreamReply;
+      out.push(...this.toEntries(reply, lanes));
+    }
+    if (out.length > 0) return out;
     const reply = (await blocking.xreadgroup(
       "GROUP",
       CONSUMER_GROUP,
@@ -119,66 +129,82 @@ export class Broker {
       "BLOCK",
       blockMs,
       "STREAMS",
-      ...streamKeys,
-      ...queues.map(() => ">"),
+      ...lanes.map((l) => this.stream(l)),
+      ...lanes.map(() => ">"),
     )) as StreamReply;
-    return this.toEntries(reply, streamKeys, queues);
+    return this.toEntries(reply, lanes);
   }
 
   /** Acknowledges (and deletes) the entries `consumer` still owns; returns how many. */
-  queueAck(pipeline: ChainableCommander, queue: string, consumer: string, entryIds: readonly string[]): void {
-    scripts.ack.queue(pipeline, [this.keys.queue(queue)], [CONSUMER_GROUP, consumer, ...entryIds]);
+  queueAck(pipeline: ChainableCommander, lane: Lane, consumer: string, entryIds: readonly string[]): void {
+    scripts.ack.queue(pipeline, [this.stream(lane)], [CONSUMER_GROUP, consumer, ...entryIds]);
   }
 
-  async ack(queue: string, consumer: string, ...entryIds: string[]): Promise<number> {
-    return (await scripts.ack.run(this.redis, [this.keys.queue(queue)], [CONSUMER_GROUP, consumer, ...entryIds])) as number;
+  async ack(lane: Lane, consumer: string, ...entryIds: string[]): Promise<number> {
+    return (await scripts.ack.run(this.redis, [this.stream(lane)], [CONSUMER_GROUP, consumer, ...entryIds])) as number;
   }
 
   /**
    * Renews the leases of the entries `consumer` holds (resets their idle time) and returns the ids
    * it no longer owns: another worker reclaimed them after their lease lapsed here.
    */
-  async renew(queue: string, consumer: string, entryIds: readonly string[]): Promise<string[]> {
+  async renew(lane: Lane, consumer: string, entryIds: readonly string[]): Promise<string[]> {
     if (entryIds.length === 0) return [];
-    return (await scripts.renew.run(this.redis, [this.keys.queue(queue)], [CONSUMER_GROUP, consumer, ...entryIds])) as string[];
+    return (await scripts.renew.run(this.redis, [this.stream(lane)], [CONSUMER_GROUP, consumer, ...entryIds])) as string[];
   }
 
   /**
-   * Claims for `consumer` up to `count` entries whose lease lapsed (idle at least `minIdleMs`),
-   * scanning the pending list from `cursor`; returns the cursor to continue from ("0-0": wrapped).
+   * Claims for `consumer` up to `count` entries of a lane whose lease lapsed (idle at least
+   * `minIdleMs`), scanning the pending list from `cursor`; returns the cursor to continue from
+   * ("0-0": it wrapped around).
    */
-  async reclaim(
-    queue: string,
-    consumer: string,
-    minIdleMs: number,
-    count: number,
-    cursor = "0-0",
-  ): Promise<{ cursor: string; entries: RawEntry[] }> {
-    const [next, claimed] = (await this.redis.xautoclaim(
-      this.keys.queue(queue),
-      CONSUMER_GROUP,
-      consumer,
-      minIdleMs,
-      cursor,
-      "COUNT",
-      count,
-    )) as [string, Array<[string, string[] | null]>, string[]?];
-    return { cursor: next, entries: claimed.map(([entryId, pairs]) => ({ queue, entryId, fields: pairsToObject(pairs) })) };
+  async reclaim(lane: Lane, consumer: string, minIdleMs: number, count: number, cursor = "0-0"): Promise<{ cursor: string; entries: RawEntry[] }> {
+    const [next, claimed] = (await this.redis.xautoclaim(this.stream(lane), CONSUMER_GROUP, consumer, minIdleMs, cursor, "COUNT", count)) as [
+      string,
+      Array<[string, string[] | null]>,
+    ];
+    return { cursor: next, entries: claimed.map(([entryId, pairs]) => ({ ...lane, entryId, fields: pairsToObject(pairs) })) };
+  }
+
+  /** Queues the move of an entry `consumer` owns to its lane's delayed set, due at `dueAt`. */
+  queueRetry(pipeline: ChainableCommander, lane: Lane, consumer: string, entryId: string, taskId: string, dueAt: number): void {
+    scripts.retry.queue(
+      pipeline,
+      [this.stream(lane), this.keys.delayed(lane.queue, lane.priority)],
+      [CONSUMER_GROUP, consumer, entryId, taskId, dueAt],
+    );
+  }
+
+  /** Moves due tasks of every lane of `queue` into their lanes; returns how many, and when the next is due. */
+  async promote(queue: string, now = Date.now(), max = 1000): Promise<{ moved: number; nextDueAt: number | undefined }> {
+    const pipeline = this.redis.pipeline();
+    for (const priority of PRIORITIES) {
+      scripts.promote.queue(pipeline, [this.keys.lane(queue, priority), this.keys.delayed(queue, priority)], [now, max]);
+    }
+    let moved = 0;
+    let nextDueAt: number | undefined;
+    for (const [err, reply] of (await pipeline.exec()) ?? []) {
+      if (err) throw err;
+      const [n, next] = reply as [number, string];
+      moved += n;
+      if (next) nextDueAt = Math.min(nextDueAt ?? Number.POSITIVE_INFINITY, Number(next));
+    }
+    return { moved, nextDueAt };
   }
 
   /** Moves an entry `consumer` owns to the queue's dead-letter stream and acknowledges it, atomically. */
-  async deadLetter(queue: string, entryId: string, consumer: string, input: DeadLetterInput): Promise<boolean> {
+  async deadLetter(lane: Lane, entryId: string, consumer: string, input: DeadLetterInput): Promise<boolean> {
     const pipeline = this.redis.pipeline();
-    this.queueDeadLetter(pipeline, queue, entryId, consumer, input);
+    this.queueDeadLetter(pipeline, lane, entryId, consumer, input);
     const [[err, moved] = []] = (await pipeline.exec()) ?? [];
     if (err) throw err;
     return moved === 1;
   }
 
-  queueDeadLetter(pipeline: ChainableCommander, queue: string, entryId: string, consumer: string, input: DeadLetterInput): void {
+  queueDeadLetter(pipeline: ChainableCommander, lane: Lane, entryId: string, consumer: string, input: DeadLetterInput): void {
     scripts.deadLetter.queue(
       pipeline,
-      [this.keys.queue(queue), this.keys.deadLetters(queue)],
+      [this.stream(lane), this.keys.deadLetters(lane.queue)],
       [
         CONSUMER_GROUP,
         entryId,
@@ -187,7 +213,7 @@ export class Broker {
         Date.now(),
         input.taskId ?? "",
         this.deadLetterMaxLen,
-        JSON.stringify(input.extra ?? {}),
+        JSON.stringify({ ...input.extra, priority: lane.priority }),
         consumer,
       ],
     );
@@ -204,43 +230,66 @@ export class Broker {
     );
     return rows.map(([id, pairs]) => {
       const f = pairsToObject(pairs) ?? {};
+      const { priority, ...extra } = parseJsonOr(f.extra, {}) as Record<string, unknown>;
       return {
         id,
         queue,
+        priority: PRIORITIES.includes(priority as Priority) ? (priority as Priority) : "normal",
         entryId: f.entryId ?? "",
         taskId: f.taskId || undefined,
         reason: f.reason ?? "",
         fields: parseJsonOr(f.fields, f.fields ?? null) as Record<string, string> | null,
         at: Number(f.at ?? 0),
-        extra: parseJsonOr(f.extra, {}) as Record<string, unknown>,
+        extra,
       };
     });
   }
 
-  /** Entries waiting to be claimed, claimed but not yet done, and held back for later. */
-  async depth(queue: string): Promise<{ waiting: number; inFlight: number; delayed: number }> {
-    const key = this.keys.queue(queue);
-    const [[, len], [, pending], [, delayed]] = (await this.redis
-      .pipeline()
-      .xlen(key)
-      .xpending(key, CONSUMER_GROUP)
-      .zcard(this.keys.delayed(queue))
-      .exec()
-      .catch(() => [
-        [null, 0],
-        [null, [0]],
-        [null, 0],
-      ])) as [[unknown, number], [unknown, [number] | null], [unknown, number]];
-    const inFlight = Number(pending?.[0] ?? 0);
-    return { waiting: Math.max(0, Number(len ?? 0) - inFlight), inFlight, delayed: Number(delayed ?? 0) };
+  async getDeadLetter(queue: string, deadLetterId: string): Promise<DeadLetter | undefined> {
+    const [found] = await this.listDeadLetters(queue, { from: deadLetterId, count: 1 });
+    return found?.id === deadLetterId ? found : undefined;
   }
 
-  private toEntries(reply: StreamReply, streamKeys: readonly string[], queues: readonly string[]): RawEntry[] {
+  /** Sends a dead letter's task back to its lane and deletes the dead letter; false if it was gone. */
+  async requeueDeadLetter(letter: DeadLetter): Promise<boolean> {
+    if (!letter.taskId) return false;
+    const done = await scripts.requeue.run(
+      this.redis,
+      [this.keys.lane(letter.queue, letter.priority), this.keys.deadLetters(letter.queue)],
+      [letter.id, letter.taskId],
+    );
+    return done === 1;
+  }
+
+  /** Entries waiting to be claimed, claimed but not yet done, and held back for later, over all lanes. */
+  async depth(queue: string): Promise<{ waiting: number; inFlight: number; delayed: number }> {
+    const pipeline = this.redis.pipeline();
+    for (const priority of PRIORITIES) {
+      const key = this.keys.lane(queue, priority);
+      pipeline.xlen(key).xpending(key, CONSUMER_GROUP).zcard(this.keys.delayed(queue, priority));
+    }
+    const replies = (await pipeline.exec()) ?? [];
+    let waiting = 0;
+    let inFlight = 0;
+    let delayed = 0;
+    for (let i = 0; i < replies.length; i += 3) {
+      // A lane whose group does not exist yet answers XPENDING with an error: nothing is in flight there.
+      const len = Number(replies[i]?.[1] ?? 0);
+      const pending = replies[i + 1]?.[0] ? 0 : Number((replies[i + 1]?.[1] as [number] | null)?.[0] ?? 0);
+      waiting += Math.max(0, len - pending);
+      inFlight += pending;
+      delayed += Number(replies[i + 2]?.[1] ?? 0);
+    }
+    return { waiting, inFlight, delayed };
+  }
+
+  private toEntries(reply: StreamReply, lanes: readonly Lane[]): RawEntry[] {
     if (!reply) return [];
     const out: RawEntry[] = [];
     for (const [key, entries] of reply) {
-      const queue = queues[streamKeys.indexOf(key)] ?? key;
-      for (const [entryId, pairs] of entries) out.push({ queue, entryId, fields: pairsToObject(pairs) });
+      const lane = lanes.find((l) => this.stream(l) === key);
+      if (!lane) continue;
+      for (const [entryId, pairs] of entries) out.push({ ...lane, entryId, fields: pairsToObject(pairs) });
     }
     return out;
   }

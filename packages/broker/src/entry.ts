@@ -1,30 +1,35 @@
-import { TaskIdSchema } from "@flotilla/core";
+import { type Priority, TaskIdSchema } from "@flotilla/core";
 import { z } from "zod";
 
 /** A queue entry as workers read it: just the id of the task whose record holds the payload. */
 export const QueueEntryFieldsSchema = z.object({ task: TaskIdSchema }).strict();
 
-export interface RawEntry {
+/** One priority lane of a queue: a stream of its own. */
+export interface Lane {
   queue: string;
+  priority: Priority;
+}
+
+export interface RawEntry extends Lane {
   entryId: string;
   /** Field/value pairs as stored; null when the entry was deleted while pending. */
   fields: Record<string, string> | null;
 }
 
 export type ParsedEntry =
-  | { ok: true; queue: string; entryId: string; taskId: string }
-  | { ok: false; queue: string; entryId: string; reason: string; fields: Record<string, string> | null };
+  | (Lane & { ok: true; entryId: string; taskId: string })
+  | (Lane & { ok: false; entryId: string; reason: string; fields: Record<string, string> | null });
 
 export function parseEntry(raw: RawEntry): ParsedEntry {
-  const { queue, entryId, fields } = raw;
-  if (!fields) return { ok: false, queue, entryId, reason: "entry has no fields", fields };
+  const { queue, priority, entryId, fields } = raw;
+  if (!fields) return { ok: false, queue, priority, entryId, reason: "entry has no fields", fields };
   const parsed = QueueEntryFieldsSchema.safeParse(fields);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue?.path.length ? issue.path.join(".") : "entry";
-    return { ok: false, queue, entryId, reason: `malformed queue entry: ${where}: ${issue?.message ?? "invalid"}`, fields };
+    return { ok: false, queue, priority, entryId, reason: `malformed queue entry: ${where}: ${issue?.message ?? "invalid"}`, fields };
   }
-  return { ok: true, queue, entryId, taskId: parsed.data.task };
+  return { ok: true, queue, priority, entryId, taskId: parsed.data.task };
 }
 
 export function pairsToObject(pairs: string[] | null | undefined): Record<string, string> | null {

@@ -130,11 +130,12 @@ export class FlotillaClient {
         metadata: opts.metadata,
         backoff: opts.backoff,
         runAt,
+        priority: opts.priority,
       });
       if (!created) throw new DuplicateTaskError(taskId);
       try {
-        if (runAt !== undefined) await this.broker.schedule(opts.queue, taskId, runAt);
-        else await this.broker.enqueue(opts.queue, taskId);
+        if (runAt !== undefined) await this.broker.schedule(opts.queue, taskId, runAt, opts.priority);
+        else await this.broker.enqueue(opts.queue, taskId, opts.priority);
       } catch (err) {
         // Never leave a PENDING record that no worker will see.
         await this.store.discard(taskId).catch(() => {});
@@ -186,7 +187,7 @@ export class FlotillaClient {
       if (!revived.ok) {
         throw new FlotillaError(ErrorCodes.VALIDATION, `task ${letter.taskId} is ${revived.status ?? "gone"}; only FAILED tasks can be re-queued`);
       }
-      await this.broker.requeueDeadLetter(q, deadLetterId, letter.taskId);
+      await this.broker.requeueDeadLetter(letter);
       return new TaskHandle(this.ctx, letter.taskId);
     });
   }

@@ -1,5 +1,5 @@
 import { ValidationError } from "./errors.ts";
-import { SAFE_ID } from "./schemas.ts";
+import { type Priority, SAFE_ID } from "./schemas.ts";
 
 /** The consumer group every worker of a queue reads through. */
 export const CONSUMER_GROUP = "flotilla";
@@ -21,12 +21,14 @@ export interface Keys {
   doneChannel(taskId: string): string;
   /** Pub/Sub: cancel requests for running tasks, one channel for the whole fleet. */
   cancelChannel(): string;
-  /** Stream: the queue workers claim from through the consumer group. */
+  /** Stream: the queue's normal-priority lane, which workers claim from through the consumer group. */
   queue(queue: string): string;
+  /** Stream: one priority lane of a queue (`normal` is `queue(queue)`); same hash tag as the queue. */
+  lane(queue: string, priority: Priority): string;
   /** Stream: entries of the queue that could not be run, with the reason. */
   deadLetters(queue: string): string;
-  /** Sorted set: task ids waiting for a later attempt or a scheduled start, scored by due time. */
-  delayed(queue: string): string;
+  /** Sorted set: task ids of one lane waiting for a later attempt or a scheduled start, scored by due time. */
+  delayed(queue: string, priority?: Priority): string;
   /** Sorted set: task ids by creation time, for listing. */
   taskIndex(): string;
   /** Sorted set: worker ids by last heartbeat. */
@@ -55,7 +57,8 @@ export function createKeys(prefix = "flotilla"): Keys {
     cancelChannel: () => `${prefix}:cancel`,
     queue: (q) => tagged("queue", q),
     deadLetters: (q) => `${tagged("queue", q)}:dead`,
-    delayed: (q) => `${tagged("queue", q)}:delayed`,
+    lane: (q, p) => (p === "normal" ? tagged("queue", q) : `${tagged("queue", q)}:${p}`),
+    delayed: (q, p = "normal") => `${tagged("queue", q)}:delayed${p === "normal" ? "" : `:${p}`}`,
     taskIndex: () => `${prefix}:{index}:tasks`,
     workers: () => `${prefix}:{health}:workers`,
     worker: (id) => {

@@ -21,7 +21,7 @@ describe("schemas", () => {
   });
 
   it("applies submit defaults", () => {
-    expect(parseInput(SubmitOptionsSchema, {}, "options")).toEqual({ queue: "default", maxRetries: 0, metadata: {}, detailed: false });
+    expect(parseInput(SubmitOptionsSchema, {}, "options")).toEqual({ queue: "default", maxRetries: 0, metadata: {}, detailed: false, priority: "normal" });
   });
 
   it("reads a record back with types, and reports a corrupt one", () => {

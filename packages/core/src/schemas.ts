@@ -12,6 +12,11 @@ export const TaskIdSchema = z.string().min(1).max(128).regex(SAFE_ID, "use lette
 export const QueueNameSchema = z.string().min(1).max(64).regex(SAFE_ID, "use letters, digits and _ . : - only");
 
 export const JsonValueSchema = z.json();
+
+/** A task's priority: workers take high before normal before low (see the broker README for fairness). */
+export const PrioritySchema = z.enum(["high", "normal", "low"]);
+export type Priority = z.infer<typeof PrioritySchema>;
+export const PRIORITIES: readonly Priority[] = ["high", "normal", "low"];
 export type JsonValue = z.infer<typeof JsonValueSchema>;
 
 /** The serialised form of an agent (`agent.toJSON()`), the only agent shape that crosses Redis. */
@@ -69,6 +74,8 @@ export const SubmitOptionsSchema = z
     maxRetries: z.number().int().min(0).max(100).default(0),
     /** Attempts started at most, counting crash reclaims. @default maxRetries + 3 */
     maxDeliveries: z.number().int().min(1).max(1000).optional(),
+    /** @default "normal" */
+    priority: PrioritySchema.default("normal"),
     /** Wait between retries. @default the worker's backoff */
     backoff: BackoffSchema.optional(),
     /** Start no sooner than this many ms from now. */
@@ -123,6 +130,7 @@ export const TaskRecordSchema = z.object({
   maxDeliveries: num.min(0).default(0),
   retryAt: num.optional(),
   runAt: num.optional(),
+  priority: PrioritySchema.default("normal"),
   timeoutMs: num.optional(),
   detailed: z.enum(["0", "1"]).transform((v) => v === "1"),
   metadata: jsonText.pipe(z.record(z.string(), JsonValueSchema)).default({}),

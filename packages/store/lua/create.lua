@@ -1,7 +1,7 @@
 -- Creates a task record in PENDING, unless one with that id exists.
 -- KEYS: task, events stream
 -- ARGV: taskId, queue, agent, payload, createdAt, detailed(0|1), maxRetries, timeoutMs|'', metadata, pendingTtlMs,
---       maxDeliveries, backoff (JSON)|'', runAt|''
+--       maxDeliveries, backoff (JSON)|'', runAt|'', priority
 -- Returns 1 when created, 0 when the id is taken.
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
@@ -12,7 +12,7 @@ redis.call('HSET', KEYS[1],
   'taskId', ARGV[1], 'queue', ARGV[2], 'agent', ARGV[3], 'payload', ARGV[4],
   'createdAt', ARGV[5], 'detailed', ARGV[6], 'maxRetries', ARGV[7], 'metadata', ARGV[9],
   'status', 'PENDING', 'attempt', 0, 'retries', 0, 'seq', 0, 'maxDeliveries', ARGV[11],
-  'deliveryAllowance', ARGV[11])
+  'deliveryAllowance', ARGV[11], 'priority', ARGV[14])
 if ARGV[12] ~= '' then
   redis.call('HSET', KEYS[1], 'backoff', ARGV[12])
 end

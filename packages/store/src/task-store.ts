@@ -3,6 +3,7 @@ import {
   BackoffSchema,
   type Keys,
   LuaScript,
+  type Priority,
   parseJsonOr,
   parseTaskRecord,
   type Retention,
@@ -40,6 +41,8 @@ export interface NewTask {
   backoff?: Backoff | undefined;
   /** When a delayed task becomes due. */
   runAt?: number | undefined;
+  /** @default "normal" */
+  priority?: Priority | undefined;
 }
 
 export type StartOutcome =
@@ -132,6 +135,7 @@ export class TaskStore {
         task.maxDeliveries ?? task.maxRetries + 3,
         task.backoff ? JSON.stringify(task.backoff) : "",
         task.runAt ?? "",
+        task.priority ?? "normal",
       ],
     );
     pipeline.zadd(k.taskIndex(), "NX", task.createdAt, task.taskId);

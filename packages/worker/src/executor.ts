@@ -1,4 +1,4 @@
-import type { AgentSpec, JsonValue } from "@flotilla/core";
+import type { AgentSpec, JsonValue, Priority } from "@flotilla/core";
 import type { AgentEvent } from "@flotilla/events";
 
 /** Everything an executor needs to run one attempt of a task. */
@@ -6,6 +6,7 @@ export interface ExecutionContext {
   taskId: string;
   attempt: number;
   queue: string;
+  priority: Priority;
   agent: AgentSpec;
   input: JsonValue;
   metadata: Record<string, JsonValue>;

@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
 import type { Agent, ModelProvider, ProviderRegistry, ToolRegistry } from "@flotilla/agent";
-import { Broker, type ParsedEntry, parseEntry } from "@flotilla/broker";
+import { Broker, type Lane, type ParsedEntry, parseEntry } from "@flotilla/broker";
 import { CancelListener } from "@flotilla/cancel";
 import {
   type AgentSpec,
@@ -24,6 +24,8 @@ import {
   parseInput,
   parseJsonOr,
   parseStored,
+  PRIORITIES,
+  type Priority,
   QueueNameSchema,
   type RedisConnection,
   type Retention,
@@ -80,6 +82,11 @@ export interface WorkerOptions {
   backoff?: BackoffOptions;
   /** How often to look for delayed tasks that fell due (any live worker moves them into the queue). @default 1_000 */
   promoteIntervalMs?: number;
+  /**
+   * Fairness between priorities: in every this many claim rounds, one round lets the low lane pick
+   * first and one lets the normal lane pick first; all other rounds go high → normal → low. @default 10
+   */
+  fairnessEvery?: number;
   /** @default `${hostname}-${pid}-${random}` */
   workerId?: string;
   /** `start()` fails with a ConnectionError if Redis does not answer within this. @default 10_000 */
@@ -102,7 +109,7 @@ export interface TaskEndEvent {
 }
 
 interface Running {
-  queue: string;
+  lane: Lane;
   entryId: string;
   /** Empty while an unparseable entry is being dead-lettered. */
   taskId: string;
@@ -139,6 +146,8 @@ export class Worker extends EventEmitter {
   private nextPromoteAt = 0;
   private readonly backoff: Backoff;
   private readonly promoteIntervalMs: number;
+  private readonly fairnessEvery: number;
+  private claimRound = 0;
   private readonly reclaimCursors = new Map<string, string>();
   private readonly redisOption: RedisConnection | undefined;
   private readonly running = new Map<string, Running>();
@@ -173,6 +182,7 @@ export class Worker extends EventEmitter {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.backoff = parseInput(BackoffSchema, options.backoff ?? {}, "backoff");
     this.promoteIntervalMs = options.promoteIntervalMs ?? 1000;
+    this.fairnessEvery = Math.max(2, options.fairnessEvery ?? 10);
     if (this.leaseMs < 300) throw new FlotillaError(ErrorCodes.VALIDATION, `leaseMs must be at least 300, got ${this.leaseMs}`);
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${newId().slice(-6)}`;
     this.redisOption = options.redis;
@@ -306,6 +316,7 @@ export class Worker extends EventEmitter {
           this.queues,
           free,
           Math.min(this.blockMs, untilReclaim),
+          { order: this.laneOrder() },
         );
         failures = 0;
         for (const raw of entries) this.dispatch(parseEntry(raw), false);
@@ -319,6 +330,14 @@ export class Worker extends EventEmitter {
     }
   }
 
+  /** Strict priority, except that low, then normal, get the first pick once every `fairnessEvery` rounds. */
+  private laneOrder(): Priority[] {
+    const round = this.claimRound++ % this.fairnessEvery;
+    if (round === this.fairnessEvery - 1) return ["low", "normal", "high"];
+    if (round === Math.floor(this.fairnessEvery / 2) - 1) return ["normal", "high", "low"];
+    return ["high", "normal", "low"];
+  }
+
   /** Moves delayed tasks that fell due into their queues; schedules the next look. */
   private async promoteDue(): Promise<void> {
     let next = Date.now() + this.promoteIntervalMs;
@@ -329,60 +348,60 @@ export class Worker extends EventEmitter {
     this.nextPromoteAt = next;
   }
 
-  /** Takes over entries whose lease lapsed with their holder, scanning each queue's whole pending list over time. */
+  /** Takes over entries whose lease lapsed with their holder, scanning each lane's whole pending list over time. */
   private async reclaimLapsed(): Promise<void> {
     // Every half lease, with jitter so a fleet does not scan in step.
     this.nextReclaimAt = Date.now() + Math.floor((this.leaseMs / 2) * (0.75 + Math.random() * 0.5));
-    for (const queue of this.queues) {
-      const free = this.concurrency - this.running.size;
-      if (free <= 0 || this.stopping) return;
-      const { cursor, entries } = await this.broker!.reclaim(
-        queue,
-        this.workerId,
-        this.leaseMs,
-        free,
-        this.reclaimCursors.get(queue) ?? "0-0",
-      );
-      this.reclaimCursors.set(queue, cursor);
-      for (const raw of entries) {
-        // Our own entry, idle because renewals could not reach Redis: the run is still ours.
-        if (this.running.has(`${raw.queue}/${raw.entryId}`)) continue;
-        this.log.info("reclaimed a task whose lease lapsed", { queue, entryId: raw.entryId, task: raw.fields?.task });
-        this.dispatch(parseEntry(raw), true);
+    for (const priority of PRIORITIES) {
+      for (const queue of this.queues) {
+        const free = this.concurrency - this.running.size;
+        if (free <= 0 || this.stopping) return;
+        const lane: Lane = { queue, priority };
+        const cursorKey = `${queue}/${priority}`;
+        const { cursor, entries } = await this.broker!.reclaim(lane, this.workerId, this.leaseMs, free, this.reclaimCursors.get(cursorKey) ?? "0-0");
+        this.reclaimCursors.set(cursorKey, cursor);
+        for (const raw of entries) {
+          // Our own entry, idle because renewals could not reach Redis: the run is still ours.
+          if (this.running.has(runningKey(raw, raw.entryId))) continue;
+          this.log.info("reclaimed a task whose lease lapsed", { queue, priority, entryId: raw.entryId, task: raw.fields?.task });
+          this.dispatch(parseEntry(raw), true);
+        }
       }
     }
   }
 
   /** Renews the lease of every entry this worker holds; runs whose entry another worker took over are stopped. */
   private async renewLeases(): Promise<void> {
-    const byQueue = new Map<string, string[]>();
+    const byLane = new Map<string, { lane: Lane; ids: string[] }>();
     for (const r of this.running.values()) {
-      const ids = byQueue.get(r.queue) ?? [];
-      ids.push(r.entryId);
-      byQueue.set(r.queue, ids);
+      const key = `${r.lane.queue}/${r.lane.priority}`;
+      const group = byLane.get(key) ?? { lane: r.lane, ids: [] };
+      group.ids.push(r.entryId);
+      byLane.set(key, group);
     }
-    for (const [queue, ids] of byQueue) {
+    for (const { lane, ids } of byLane.values()) {
       let lost: string[];
       try {
-        lost = await this.broker!.renew(queue, this.workerId, ids);
+        lost = await this.broker!.renew(lane, this.workerId, ids);
       } catch (err) {
-        this.log.warn("lease renewal failed; will retry", { err, queue });
+        this.log.warn("lease renewal failed; will retry", { err, queue: lane.queue });
         continue;
       }
       for (const entryId of lost) {
-        const r = this.running.get(`${queue}/${entryId}`);
+        const r = this.running.get(runningKey(lane, entryId));
         if (!r) continue;
-        this.log.warn("lease lost: another worker took the task over", { queue, entryId, taskId: r.taskId });
+        this.log.warn("lease lost: another worker took the task over", { queue: lane.queue, entryId, taskId: r.taskId });
         r.controller.abort(new AbortReason(ErrorCodes.STALE_ATTEMPT, "lease lost: another worker took the task over"));
       }
     }
   }
 
   private dispatch(entry: ParsedEntry, reclaimed: boolean): void {
-    const key = `${entry.queue}/${entry.entryId}`;
+    const lane: Lane = { queue: entry.queue, priority: entry.priority };
+    const key = runningKey(lane, entry.entryId);
     const controller = new AbortController();
     const running: Running = {
-      queue: entry.queue,
+      lane,
       entryId: entry.entryId,
       taskId: entry.ok ? entry.taskId : "",
       controller,
@@ -391,8 +410,8 @@ export class Worker extends EventEmitter {
     this.running.set(key, running);
     // Dead-lettering is in-flight work too: stop() waits for it before closing the connection.
     const work = entry.ok
-      ? this.runTask(entry.queue, entry.entryId, entry.taskId, controller, reclaimed)
-      : this.deadLetter(entry.queue, entry.entryId, entry.reason, entry.fields, undefined);
+      ? this.runTask(lane, entry.entryId, entry.taskId, controller, reclaimed)
+      : this.deadLetter(lane, entry.entryId, entry.reason, entry.fields, undefined);
     running.done = work
       .catch((err) => {
         this.log.error("task handling failed", { entry: key, err });
@@ -405,7 +424,7 @@ export class Worker extends EventEmitter {
   }
 
   private async deadLetter(
-    queue: string,
+    lane: Lane,
     entryId: string,
     reason: string,
     fields: Record<string, string> | null,
@@ -413,7 +432,8 @@ export class Worker extends EventEmitter {
     extra?: Record<string, unknown>,
   ): Promise<void> {
     try {
-      const moved = await this.broker!.deadLetter(queue, entryId, this.workerId, { reason, fields, taskId, ...(extra && { extra }) });
+      const { queue } = lane;
+      const moved = await this.broker!.deadLetter(lane, entryId, this.workerId, { reason, fields, taskId, ...(extra && { extra }) });
       if (!moved) {
         this.log.warn("entry not dead-lettered: another worker holds it now", { queue, entryId, taskId });
         return;
@@ -421,13 +441,13 @@ export class Worker extends EventEmitter {
       this.log.warn("entry dead-lettered", { queue, entryId, reason, taskId });
       this.emit("entry:dead-lettered", { queue, entryId, reason, taskId });
     } catch (err) {
-      this.log.error("could not dead-letter entry", { queue, entryId, err });
+      this.log.error("could not dead-letter entry", { queue: lane.queue, entryId, err });
       this.emit("worker:error", err);
     }
   }
 
   private async runTask(
-    queue: string,
+    lane: Lane,
     entryId: string,
     taskId: string,
     controller: AbortController,
@@ -442,7 +462,7 @@ export class Worker extends EventEmitter {
       if (start.kind === "dead") {
         const { attempts, lastError } = start;
         await this.deadLetter(
-          queue,
+          lane,
           entryId,
           `delivery limit reached after ${attempts} attempts${lastError ? `; last error: [${lastError.code}] ${lastError.message}` : ""}`,
           { task: taskId },
@@ -453,10 +473,10 @@ export class Worker extends EventEmitter {
       }
       if (start.kind === "skip") {
         if (start.reason === "missing") {
-          await this.deadLetter(queue, entryId, "task record not found (expired or never written)", { task: taskId }, taskId);
+          await this.deadLetter(lane, entryId, "task record not found (expired or never written)", { task: taskId }, taskId);
         } else {
           // Cancelled while waiting, already finished, or run by another entry: nothing to do.
-          await this.broker!.ack(queue, this.workerId, entryId);
+          await this.broker!.ack(lane, this.workerId, entryId);
         }
         return;
       }
@@ -470,14 +490,14 @@ export class Worker extends EventEmitter {
         metadata = parseStored(MetadataSchema, parseJsonOr(start.metadata, null), `metadata of task ${taskId}`);
       } catch (err) {
         const error: TaskError = { code: ErrorCodes.INVALID_PAYLOAD, message: toTaskError(err).message };
-        await this.record(queue, entryId, taskId, { attempt, status: "FAILED", agent: start.agent, error });
+        await this.record(lane, entryId, taskId, { attempt, status: "FAILED", agent: start.agent, error });
         return;
       }
       const agentName = payload.agent.name;
       const agent = this.agents ? this.agents.get(agentName) : payload.agent;
       if (!agent) {
         const error = { code: ErrorCodes.UNKNOWN_AGENT, message: `this worker does not run agent "${agentName}"` };
-        await this.record(queue, entryId, taskId, { attempt, status: "FAILED", agent: agentName, error });
+        await this.record(lane, entryId, taskId, { attempt, status: "FAILED", agent: agentName, error });
         return;
       }
 
@@ -507,7 +527,8 @@ export class Worker extends EventEmitter {
         const execution = this.executor.execute({
           taskId,
           attempt,
-          queue,
+          queue: lane.queue,
+          priority: lane.priority,
           agent,
           input: payload.input,
           metadata,
@@ -537,7 +558,7 @@ export class Worker extends EventEmitter {
         this.log.warn("attempt lost its claim; leaving the outcome to its owner", { taskId, attempt });
         return;
       }
-      await this.record(queue, entryId, taskId, outcome);
+      await this.record(lane, entryId, taskId, outcome);
     } finally {
       unwatch();
     }
@@ -557,22 +578,23 @@ export class Worker extends EventEmitter {
    * Writes the outcome and settles the entry in one round trip: acknowledged when the task
    * completed or was cancelled, moved to the delayed set for a retry, dead-lettered when it failed.
    */
-  private async record(queue: string, entryId: string, taskId: string, outcome: FinishInput): Promise<void> {
+  private async record(lane: Lane, entryId: string, taskId: string, outcome: FinishInput): Promise<void> {
+    const { queue } = lane;
     const redis = this.conn!.redis;
     const pipeline = redis.pipeline();
     this.store!.queueFinish(pipeline, taskId, outcome);
     if (outcome.status === "RETRYING") {
-      this.broker!.queueRetry(pipeline, queue, this.workerId, entryId, taskId, outcome.retryAt ?? Date.now());
+      this.broker!.queueRetry(pipeline, lane, this.workerId, entryId, taskId, outcome.retryAt ?? Date.now());
     } else if (outcome.status === "FAILED") {
       const error = outcome.error ?? { message: "failed", code: ErrorCodes.AGENT_ERROR };
-      this.broker!.queueDeadLetter(pipeline, queue, entryId, this.workerId, {
+      this.broker!.queueDeadLetter(pipeline, lane, entryId, this.workerId, {
         reason: `failed after ${outcome.attempt} attempt${outcome.attempt === 1 ? "" : "s"}: [${error.code}] ${error.message}`,
         fields: { task: taskId },
         taskId,
         extra: { attempts: outcome.attempt, lastError: error },
       });
     } else {
-      this.broker!.queueAck(pipeline, queue, this.workerId, [entryId]);
+      this.broker!.queueAck(pipeline, lane, this.workerId, [entryId]);
     }
     const [[finishErr, finishReply] = [], [settleErr, settled] = []] = (await pipeline.exec()) ?? [];
     if (finishErr) throw finishErr;
@@ -593,6 +615,8 @@ export class Worker extends EventEmitter {
     this.emit("task:ended", end);
   }
 }
+
+const runningKey = (lane: Lane, entryId: string) => `${lane.queue}/${lane.priority}/${entryId}`;
 
 async function waitAll(promises: Promise<unknown>[], timeoutMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;

@@ -1,6 +1,6 @@
 import { Agent } from "@flotilla/agent";
 import { Broker } from "@flotilla/broker";
-import { type AgentSpec, createKeys, DEFAULT_RETENTION, type JsonValue, newId } from "@flotilla/core";
+import { type AgentSpec, createKeys, DEFAULT_RETENTION, type JsonValue, newId, type Priority } from "@flotilla/core";
 import { TaskStore } from "@flotilla/store";
 import { cleanupPrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/tooling/test-utils";
 import { afterAll, afterEach } from "vitest";
@@ -36,7 +36,14 @@ export function useHarness(name: string) {
     async submit(
       agent: Agent | AgentSpec,
       input: JsonValue,
-      opts: { queue?: string; timeoutMs?: number; detailed?: boolean; maxRetries?: number; maxDeliveries?: number } = {},
+      opts: {
+        queue?: string;
+        timeoutMs?: number;
+        detailed?: boolean;
+        maxRetries?: number;
+        maxDeliveries?: number;
+        priority?: Priority;
+      } = {},
     ) {
       const spec = "toJSON" in agent ? agent.toJSON() : agent;
       const taskId = newId();
@@ -53,8 +60,9 @@ export function useHarness(name: string) {
         maxDeliveries: opts.maxDeliveries,
         timeoutMs: opts.timeoutMs,
         metadata: {},
+        priority: opts.priority,
       });
-      await broker.enqueue(queue, taskId);
+      await broker.enqueue(queue, taskId, opts.priority);
       return taskId;
     },
     async until(taskId: string, statuses: string[] = ["COMPLETED", "FAILED", "CANCELLED"]) {
