@@ -16,6 +16,7 @@ import {
   parseInput,
   QueueNameSchema,
   type RedisConnection,
+  type ResolvedSubmitOptions,
   type Retention,
   type RetentionOptions,
   resolveRetention,
@@ -116,33 +117,59 @@ export class FlotillaClient {
     const now = Date.now();
     const runAt = opts.runAt ?? (opts.delayMs === undefined ? undefined : now + opts.delayMs);
     return withRedis(redis, async () => {
-      await this.broker.ensureGroup(opts.queue);
-      const created = await this.store.create({
-        taskId,
-        queue: opts.queue,
-        agent: spec.name,
-        payload,
-        createdAt: now,
-        detailed: opts.detailed,
-        maxRetries: opts.maxRetries,
-        maxDeliveries: opts.maxDeliveries,
-        timeoutMs: opts.timeoutMs,
-        metadata: opts.metadata,
-        backoff: opts.backoff,
-        runAt,
-        priority: opts.priority,
-      });
-      if (!created) throw new DuplicateTaskError(taskId);
+      let idemKey: string | undefined;
+      if (opts.idempotencyKey !== undefined) {
+        idemKey = this.keys.idempotency(opts.idempotencyKey);
+        const [[setErr, set] = [], [getErr, firstId] = []] =
+          (await redis.pipeline().set(idemKey, taskId, "PX", opts.idempotencyWindowMs, "NX").get(idemKey).exec()) ?? [];
+        if (setErr ?? getErr) throw setErr ?? getErr;
+        // Taken: the first submit's task. (Null only if the key expired between SET and GET: go on as new.)
+        if (set !== "OK" && typeof firstId === "string") return new TaskHandle(this.ctx, firstId);
+      }
       try {
-        if (runAt !== undefined) await this.broker.schedule(opts.queue, taskId, runAt, opts.priority);
-        else await this.broker.enqueue(opts.queue, taskId, opts.priority);
+        return await this.createAndEnqueue(taskId, spec.name, payload, now, runAt, opts);
       } catch (err) {
-        // Never leave a PENDING record that no worker will see.
-        await this.store.discard(taskId).catch(() => {});
+        // The key must not point at a task that was never made.
+        if (idemKey) await redis.del(idemKey).catch(() => {});
         throw err;
       }
-      return new TaskHandle(this.ctx, taskId);
     });
+  }
+
+  private async createAndEnqueue(
+    taskId: string,
+    agent: string,
+    payload: string,
+    now: number,
+    runAt: number | undefined,
+    opts: ResolvedSubmitOptions,
+  ): Promise<TaskHandle> {
+    await this.broker.ensureGroup(opts.queue);
+    const created = await this.store.create({
+      taskId,
+      queue: opts.queue,
+      agent,
+      payload,
+      createdAt: now,
+      detailed: opts.detailed,
+      maxRetries: opts.maxRetries,
+      maxDeliveries: opts.maxDeliveries,
+      timeoutMs: opts.timeoutMs,
+      metadata: opts.metadata,
+      backoff: opts.backoff,
+      runAt,
+      priority: opts.priority,
+    });
+    if (!created) throw new DuplicateTaskError(taskId);
+    try {
+      if (runAt !== undefined) await this.broker.schedule(opts.queue, taskId, runAt, opts.priority);
+      else await this.broker.enqueue(opts.queue, taskId, opts.priority);
+    } catch (err) {
+      // Never leave a PENDING record that no worker will see.
+      await this.store.discard(taskId).catch(() => {});
+      throw err;
+    }
+    return new TaskHandle(this.ctx, taskId);
   }
 
   /** Re-attaches to a task by id (from any process). */

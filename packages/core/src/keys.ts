@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { ValidationError } from "./errors.ts";
 import { type Priority, SAFE_ID } from "./schemas.ts";
 
@@ -29,6 +30,8 @@ export interface Keys {
   deadLetters(queue: string): string;
   /** Sorted set: task ids of one lane waiting for a later attempt or a scheduled start, scored by due time. */
   delayed(queue: string, priority?: Priority): string;
+  /** String: the task id an idempotency key was first used for (the key is hashed; TTL = its window). */
+  idempotency(key: string): string;
   /** Sorted set: task ids by creation time, for listing. */
   taskIndex(): string;
   /** Sorted set: worker ids by last heartbeat. */
@@ -59,6 +62,7 @@ export function createKeys(prefix = "flotilla"): Keys {
     deadLetters: (q) => `${tagged("queue", q)}:dead`,
     lane: (q, p) => (p === "normal" ? tagged("queue", q) : `${tagged("queue", q)}:${p}`),
     delayed: (q, p = "normal") => `${tagged("queue", q)}:delayed${p === "normal" ? "" : `:${p}`}`,
+    idempotency: (key) => `${prefix}:idem:{${createHash("sha1").update(key).digest("hex")}}`,
     taskIndex: () => `${prefix}:{index}:tasks`,
     workers: () => `${prefix}:{health}:workers`,
     worker: (id) => {

@@ -21,7 +21,7 @@ describe("schemas", () => {
   });
 
   it("applies submit defaults", () => {
-    expect(parseInput(SubmitOptionsSchema, {}, "options")).toEqual({ queue: "default", maxRetries: 0, metadata: {}, detailed: false, priority: "normal" });
+    expect(parseInput(SubmitOptionsSchema, {}, "options")).toEqual({ queue: "default", maxRetries: 0, metadata: {}, detailed: false, priority: "normal", idempotencyWindowMs: 86_400_000 });
   });
 
   it("reads a record back with types, and reports a corrupt one", () => {

@@ -90,6 +90,15 @@ export const SubmitOptionsSchema = z
     metadata: z.record(z.string(), JsonValueSchema).default({}),
     detailed: z.boolean().default(false),
     taskId: TaskIdSchema.optional(),
+    /** A second submit with the same key within its window returns the first task's handle. */
+    idempotencyKey: z.string().min(1).max(512).optional(),
+    /** How long an idempotency key holds. @default 86_400_000 (24 h) */
+    idempotencyWindowMs: z
+      .number()
+      .int()
+      .positive()
+      .max(30 * 86_400_000)
+      .default(86_400_000),
   })
   .strict()
   .refine((o) => o.delayMs === undefined || o.runAt === undefined, { message: "give delayMs or runAt, not both", path: ["runAt"] });
