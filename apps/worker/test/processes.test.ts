@@ -167,6 +167,34 @@ describe("flotilla-worker processes", () => {
     expect(await Promise.all([zombie.exited, rescuer.exited])).toEqual([0, 0]);
   });
 
+  it("SIGTERM during a burst loses nothing: running tasks finish or are handed back, the rest run elsewhere", async () => {
+    const burst = new Agent({
+      name: "burst",
+      model: "scripted:burst",
+      tools: ["count"],
+      options: { scripted: { toolCalls: [{ name: "count", args: {} }], reply: "b1 b2 b3 b4 b5 b6", tokenDelayMs: 15 } },
+    });
+    const env = { FLOTILLA_CONCURRENCY: "8", FLOTILLA_DRAIN_TIMEOUT_MS: "60" };
+    const [a, b] = await Promise.all([startWorker("burst-a", env), startWorker("burst-b", env)]);
+    const handles = await Promise.all(Array.from({ length: 300 }, (_, i) => client.submit(burst, `burst ${i}`)));
+    const results = handles.map((h) => h.result({ timeoutMs: 60_000 }));
+    await new Promise((r) => setTimeout(r, 400)); // mid-burst
+    a.child.kill("SIGTERM");
+    expect(await a.exited).toBe(0);
+    const settled = await Promise.allSettled(results);
+    expect(settled.filter((s) => s.status === "rejected").map((s) => String((s as PromiseRejectedResult).reason))).toEqual([]);
+    const runs = await redis.hgetall(`${prefix}:test:runs`);
+    const ids = new Set(handles.map((h) => h.taskId));
+    const mine = Object.entries(runs).filter(([k]) => ids.has(k.slice(0, k.lastIndexOf(":"))));
+    expect(mine.filter(([, n]) => n !== "1")).toEqual([]);
+    const handedBack = (await Promise.all(handles.map((h) => h.status()))).filter((s) => s.attempt > 1).length;
+    expect(a.logs.some((l) => l.includes('"msg":"draining"'))).toBe(true);
+    expect(await client.queueDepth("default")).toEqual({ waiting: 0, inFlight: 0, delayed: 0 });
+    console.log(JSON.stringify({ sigtermBurst: { tasks: 300, handedBack } }));
+    b.child.kill("SIGTERM");
+    expect(await b.exited).toBe(0);
+  });
+
   it("refuses a bad configuration with a clear message and exit code 2", async () => {
     const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, "--concurrency", "zero"], {
       stdio: ["ignore", "pipe", "pipe"],

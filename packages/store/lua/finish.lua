@@ -2,7 +2,8 @@
 -- Fenced: only the worker holding the current attempt of a RUNNING task may write, so a late
 -- or stale writer can never overwrite a terminal status nor resurrect a finished task.
 -- KEYS: task, events stream, events channel, done channel
--- ARGV: attempt, status, now, result|'', error|'', eventBody, eventMaxLen, eventTtlMs, recordTtlMs, retryAt|''
+-- ARGV: attempt, status, now, result|'', error|'', eventBody, eventMaxLen, eventTtlMs, recordTtlMs, retryAt|'',
+--       release (1: a RETRYING that hands the task back unfinished, e.g. at shutdown, and uses up no retry)
 -- A RETRYING attempt of a task whose cancel was requested ends it CANCELLED instead.
 -- Returns {'ok', status} or {'rejected', reason, currentStatus}.
 --@include "cancel"
@@ -33,7 +34,9 @@ if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[1], 'error', ARGV[5])
 end
 if target == 'RETRYING' then
-  redis.call('HINCRBY', KEYS[1], 'retries', 1)
+  if ARGV[11] ~= '1' then
+    redis.call('HINCRBY', KEYS[1], 'retries', 1)
+  end
   redis.call('HSET', KEYS[1], 'retryAt', ARGV[10])
 end
 appendEvents(KEYS[1], KEYS[2], KEYS[3], { ARGV[6] }, ARGV[7], ARGV[8])

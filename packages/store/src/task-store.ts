@@ -72,6 +72,8 @@ export interface FinishInput {
   error?: TaskError | undefined;
   /** With RETRYING: when the next attempt is due. */
   retryAt?: number | undefined;
+  /** With RETRYING: the task is handed back unfinished (worker shutdown) and uses up no retry. */
+  release?: boolean | undefined;
 }
 
 export type FinishOutcome =
@@ -239,6 +241,7 @@ export class TaskStore {
         r.eventTtlMs,
         r.recordTtlMs,
         input.retryAt ?? "",
+        input.release ? 1 : 0,
       ],
     );
   }

@@ -96,8 +96,14 @@ export interface WorkerOptions {
 }
 
 export interface StopOptions {
-  /** Running tasks get this long to finish; then they are cancelled (code SHUTDOWN). @default 30_000 */
+  /** Running tasks get this long to finish. @default 30_000 */
   drainTimeoutMs?: number;
+  /**
+   * What happens to tasks still running at the deadline: `release` hands each back to its queue at
+   * once (RETRYING, code SHUTDOWN, no retry used up) for another worker to run; `cancel` ends them
+   * CANCELLED (code SHUTDOWN). @default "release"
+   */
+  onDeadline?: "release" | "cancel";
 }
 
 export interface TaskEndEvent {
@@ -148,6 +154,7 @@ export class Worker extends EventEmitter {
   private readonly promoteIntervalMs: number;
   private readonly fairnessEvery: number;
   private claimRound = 0;
+  private onDeadline: "release" | "cancel" = "release";
   private readonly reclaimCursors = new Map<string, string>();
   private readonly redisOption: RedisConnection | undefined;
   private readonly running = new Map<string, Running>();
@@ -247,10 +254,11 @@ export class Worker extends EventEmitter {
   }
 
   /**
-   * Stops claiming, lets running tasks finish for up to `drainTimeoutMs`, cancels what is left
-   * (recorded CANCELLED with code SHUTDOWN), leaves the fleet and closes its connections.
+   * Stops claiming, lets running tasks finish for up to `drainTimeoutMs`, hands back (or cancels)
+   * what is left, leaves the fleet and closes its connections.
    */
   stop(options: StopOptions = {}): Promise<void> {
+    this.onDeadline = options.onDeadline ?? "release";
     this.stopped ??= this.shutdown(options.drainTimeoutMs ?? 30_000);
     return this.stopped;
   }
@@ -268,7 +276,9 @@ export class Worker extends EventEmitter {
     clearInterval(unblocking);
     const drained = await waitAll([...this.running.values()].map((r) => r.done), drainTimeoutMs);
     if (!drained) {
-      this.log.warn("drain deadline reached: cancelling running tasks", { tasks: this.runningTaskIds });
+      this.log.warn(`drain deadline reached: ${this.onDeadline === "release" ? "handing back" : "cancelling"} running tasks`, {
+        tasks: this.runningTaskIds,
+      });
       for (const r of this.running.values()) {
         r.controller.abort(new AbortReason(ErrorCodes.SHUTDOWN, `worker ${this.workerId} shut down before the task finished`));
       }
@@ -568,6 +578,9 @@ export class Worker extends EventEmitter {
   protected failure(attempt: number, agent: string, signal: AbortSignal, err: unknown): FinishInput {
     const reason = signal.aborted ? signal.reason : err;
     const error = toTaskError(reason);
+    if (reason instanceof AbortReason && reason.code === ErrorCodes.SHUTDOWN && this.onDeadline === "release") {
+      return { attempt, status: "RETRYING", agent, error, retryAt: Date.now(), release: true };
+    }
     if (reason instanceof AbortReason && (reason.code === ErrorCodes.CANCELLED || reason.code === ErrorCodes.SHUTDOWN)) {
       return { attempt, status: "CANCELLED", agent, error };
     }

@@ -169,15 +169,26 @@ describe("Worker", () => {
     expect(await h.store.get(later)).toMatchObject({ status: "PENDING" });
   });
 
-  it("stop() cancels what is still running at the drain deadline, with code SHUTDOWN", async () => {
+  it("stop({ onDeadline: \"cancel\" }) cancels what is still running at the drain deadline, with code SHUTDOWN", async () => {
     const w = await h.worker({ queues: ["deadline"] });
     const ended = new Promise<TaskEndEvent>((resolve) => w.once("task:ended", resolve));
     const started = new Promise((resolve) => w.once("task:started", resolve));
     const id = await h.submit(scripted("endless", { tokenDelayMs: 100 }), "a ".repeat(500), { queue: "deadline" });
     await started;
-    await w.stop({ drainTimeoutMs: 100 });
+    await w.stop({ drainTimeoutMs: 100, onDeadline: "cancel" });
     expect(await ended).toMatchObject({ taskId: id, status: "CANCELLED", recorded: true });
     expect(await h.store.get(id)).toMatchObject({ status: "CANCELLED", error: { code: "SHUTDOWN" } });
     expect((await h.events(id)).at(-1)).toMatchObject({ type: "status", status: "cancelled" });
+  });
+
+  it("stop() hands what is still running at the drain deadline back to the queue, for another worker", async () => {
+    const w = await h.worker({ queues: ["handover"] });
+    const started = new Promise((resolve) => w.once("task:started", resolve));
+    const id = await h.submit(scripted("long", { tokenDelayMs: 30 }), "a ".repeat(40), { queue: "handover" });
+    await started;
+    await w.stop({ drainTimeoutMs: 100 });
+    expect(await h.store.get(id)).toMatchObject({ status: "RETRYING", retries: 0, error: { code: "SHUTDOWN" } });
+    const next = await h.worker({ queues: ["handover"], promoteIntervalMs: 50 });
+    expect(await h.until(id)).toMatchObject({ status: "COMPLETED", attempt: 2, workerId: next.workerId, retries: 0 });
   });
 });
