@@ -9,6 +9,9 @@ export interface TestRedisServer {
   port: number;
   /** Stops it the way an operator would (SHUTDOWN: the AOF is flushed) and starts it again on the same port and data. */
   restart(downMs?: number): Promise<void>;
+  /** Stops the server (SIGTERM, AOF flushed), keeping its data for `up()`. */
+  down(): Promise<void>;
+  up(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -66,6 +69,8 @@ export async function startRedisServer(): Promise<TestRedisServer> {
       await new Promise((r) => setTimeout(r, downMs));
       await launch();
     },
+    down: halt,
+    up: launch,
     async stop() {
       await halt();
       rmSync(dir, { recursive: true, force: true });

@@ -1,4 +1,7 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
+import { waitFor } from "@flotilla/tooling/test-utils";
 import { startRedisServer, type TestRedisServer } from "@flotilla/tooling/redis-server";
 import { Worker } from "@flotilla/worker";
 import { Redis } from "ioredis";
@@ -74,4 +77,28 @@ describe("Redis faults", () => {
     await Promise.all(workers.map((w) => w.stop({ drainTimeoutMs: 5000 })));
     await client.close();
   }, 90_000);
+
+  it("reclaims a RUNNING task whose worker died while Redis was down", async () => {
+    const prefix = "vanished";
+    const main = fileURLToPath(new URL("../../../apps/worker/src/main.ts", import.meta.url));
+    const child = spawn(process.execPath, ["--conditions=@flotilla/source", main], {
+      env: { ...process.env, REDIS_URL: server.url, FLOTILLA_PREFIX: prefix, FLOTILLA_LEASE_MS: "800", FLOTILLA_WORKER_ID: "doomed" },
+      stdio: "ignore",
+    });
+    const exited = new Promise((r) => child.once("exit", r));
+    const client = new FlotillaClient({ redis: server.url, prefix });
+    const slow = new Agent({ name: "slow", model: "scripted:x", options: { scripted: { reply: "w1 w2 w3 w4 w5 w6 w7 w8", tokenDelayMs: 150 } } });
+    const handle = await client.submit(slow, "survive");
+    await waitFor(async () => (await handle.status()).status === "RUNNING", { timeoutMs: 15_000, what: "the run to start" });
+    await server.down();
+    child.kill("SIGKILL"); // dies while Redis is down: its task stays RUNNING, its entry pending
+    await exited;
+    await server.up();
+    const rescuer = new Worker({ redis: server.url, prefix, leaseMs: 800, blockMs: 300 });
+    await rescuer.start();
+    expect(await handle.result({ timeoutMs: 20_000 })).toMatchObject({ text: "w1 w2 w3 w4 w5 w6 w7 w8" });
+    expect(await handle.status()).toMatchObject({ status: "COMPLETED", attempt: 2, workerId: rescuer.workerId });
+    await rescuer.stop();
+    await client.close();
+  }, 60_000);
 });

@@ -163,3 +163,17 @@ describe("EventPublisher", () => {
     expect(rows.map(([, f]) => JSON.parse(f[1]!).type)).toEqual(["status", "status"]);
   });
 });
+
+describe("publish.lua under a resent batch", () => {
+  it("does not write the same batch twice", async () => {
+    const taskId = await runningTask();
+    const { LuaScript } = await import("@flotilla/core");
+    const script = LuaScript.fromFile(new URL("../lua/publish.lua", import.meta.url), 3);
+    const k = [keys.task(taskId), keys.events(taskId), keys.eventsChannel(taskId)];
+    const body = JSON.stringify({ type: "text", delta: "once", taskId, attempt: 1, ts: 1, agent: "a" });
+    expect(await script.run(redis, k, [1, 1000, 60_000, "1:1", body])).toBe(2);
+    expect(await script.run(redis, k, [1, 1000, 60_000, "1:1", body])).toBe(2);
+    expect(await script.run(redis, k, [1, 1000, 60_000, "1:2", body])).toBe(3);
+    expect(await redis.xlen(keys.events(taskId))).toBe(3);
+  });
+});

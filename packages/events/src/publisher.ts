@@ -27,6 +27,7 @@ export class EventPublisher {
   private chain: Promise<void> = Promise.resolve();
   private stale = false;
   private failure: unknown;
+  private batches = 0;
   /** Number of events Redis accepted. */
   published = 0;
 
@@ -75,6 +76,7 @@ export class EventPublisher {
         this.opts.attempt,
         r.eventMaxLen,
         r.eventTtlMs,
+        `${this.opts.attempt}:${++this.batches}`,
         ...batch,
       ])) as number;
       if (last < 0) {

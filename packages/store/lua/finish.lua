@@ -13,6 +13,10 @@ local current = h[1]
 if not current then
   return { 'rejected', 'missing', '' }
 end
+if current == ARGV[2] and h[2] == ARGV[1] then
+  -- The same outcome of the same attempt again: a resend after a lost reply.
+  return { 'ok', current }
+end
 if TERMINAL[current] then
   return { 'rejected', 'terminal', current }
 end

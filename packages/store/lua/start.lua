@@ -2,20 +2,28 @@
 -- gets a new attempt number, which fences out whoever ran the task before.
 -- KEYS: task, events stream, events channel, done channel
 -- ARGV: workerId, now, eventMaxLen, eventTtlMs, recordTtlMs, reclaimed (1: the entry's lease lapsed
---       with its previous holder, who may be dead or frozen: a RUNNING task is taken over)
+--       with its previous holder, who may be dead or frozen: a RUNNING task is taken over), entryId
+-- Replay-safe: a client library resends a command whose reply a dropped connection lost; the same
+-- worker starting the same entry again gets its attempt back instead of a second one.
 -- Returns {'run', attempt, payload, timeoutMs, detailed, metadata, agent, retries, maxRetries, backoff}
 -- or {'skip', reason, status}
 -- ({'skip', 'dead', 'FAILED', attempts, lastError} when the delivery limit is reached).
 --@include "cancel"
 local h = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'cancelRequestedAt', 'createdAt', 'agent', 'payload',
   'taskId', 'cancelReason', 'timeoutMs', 'detailed', 'waitMs', 'metadata', 'maxDeliveries', 'workerId', 'error',
-  'retries', 'maxRetries', 'backoff')
+  'retries', 'maxRetries', 'backoff', 'entryId')
 local status = h[1]
 if not status then
   return { 'skip', 'missing', '' }
 end
 if TERMINAL[status] then
   return { 'skip', 'terminal', status }
+end
+local function runReply(attempt)
+  return { 'run', attempt, h[6], h[9] or '', h[10], h[12] or '{}', h[5], h[16] or '0', h[17] or '0', h[18] or '' }
+end
+if status == 'RUNNING' and ARGV[6] ~= '1' and h[14] == ARGV[1] and h[19] == ARGV[7] then
+  return runReply(tonumber(h[2]))
 end
 if status == 'RUNNING' and ARGV[6] ~= '1' then
   -- A second entry for a task that is running under a live lease.
@@ -41,7 +49,8 @@ if maxDeliveries > 0 and attempts >= maxDeliveries then
   return { 'skip', 'dead', 'FAILED', attempts, h[15] or '' }
 end
 local attempt = attempts + 1
-redis.call('HSET', KEYS[1], 'status', 'RUNNING', 'attempt', attempt, 'workerId', ARGV[1], 'startedAt', now)
+redis.call('HSET', KEYS[1], 'status', 'RUNNING', 'attempt', attempt, 'workerId', ARGV[1], 'startedAt', now,
+  'entryId', ARGV[7])
 if not h[11] then
   redis.call('HSET', KEYS[1], 'waitMs', now - tonumber(h[4]))
 end
@@ -50,4 +59,4 @@ if status == 'RUNNING' then
   extra.takenOverFrom = h[14]
 end
 appendEvents(KEYS[1], KEYS[2], KEYS[3], { statusEvent('RUNNING', h[7], attempt, h[5], now, extra) }, ARGV[3], ARGV[4])
-return { 'run', attempt, h[6], h[9] or '', h[10], h[12] or '{}', h[5], h[16] or '0', h[17] or '0', h[18] or '' }
+return runReply(attempt)

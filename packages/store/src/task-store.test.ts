@@ -123,3 +123,36 @@ describe("TaskStore", () => {
     await cleanupPrefix(redis, p2);
   });
 });
+
+describe("TaskStore under resent commands (a reply lost to a dropped connection)", () => {
+  it("gives a worker resending its start the same attempt, not a second one", async () => {
+    const t = task();
+    await store.create(t);
+    const first = await store.start(t.taskId, "w1", { entryId: "1-1" });
+    expect(first).toMatchObject({ kind: "run", attempt: 1 });
+    expect(await store.start(t.taskId, "w1", { entryId: "1-1" })).toMatchObject({ kind: "run", attempt: 1 });
+    // Anyone else, or another entry, still sees a running task.
+    expect(await store.start(t.taskId, "w2", { entryId: "1-1" })).toMatchObject({ kind: "skip", reason: "running" });
+    expect(await store.start(t.taskId, "w1", { entryId: "2-1" })).toMatchObject({ kind: "skip", reason: "running" });
+    const events = await redis.xrange(keys.events(t.taskId), "-", "+");
+    expect(events).toHaveLength(1);
+  });
+
+  it("accepts the same outcome of the same attempt twice, and only that", async () => {
+    const t = task();
+    await store.create(t);
+    await store.start(t.taskId, "w1", { entryId: "1-1" });
+    const done = { attempt: 1, status: "COMPLETED" as const, agent: "a", result: 1 };
+    expect(await store.finish(t.taskId, done)).toMatchObject({ ok: true });
+    expect(await store.finish(t.taskId, done)).toMatchObject({ ok: true, status: "COMPLETED" });
+    expect(await store.finish(t.taskId, { ...done, status: "FAILED" })).toMatchObject({ ok: false, reason: "terminal" });
+    expect((await redis.xrange(keys.events(t.taskId), "-", "+")).map(([, f]) => JSON.parse(f[1]!).status)).toEqual(["running", "completed"]);
+  });
+
+  it("treats a resent create of the same submit as created, and another submit of the id as a duplicate", async () => {
+    const t = task({ submitId: "submit-1" });
+    expect(await store.create(t)).toBe(true);
+    expect(await store.create(t)).toBe(true);
+    expect(await store.create({ ...t, submitId: "submit-2" })).toBe(false);
+  });
+});

@@ -14,6 +14,7 @@ import {
   type TaskStatus,
   TaskStatusSchema,
 } from "@flotilla/core";
+import { randomUUID } from "node:crypto";
 import type { ChainableCommander, Redis } from "ioredis";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 
@@ -43,6 +44,8 @@ export interface NewTask {
   runAt?: number | undefined;
   /** @default "normal" */
   priority?: Priority | undefined;
+  /** Identifies this submit, so a create resent after a lost reply is not taken for a duplicate id. */
+  submitId?: string | undefined;
 }
 
 export type StartOutcome =
@@ -138,6 +141,7 @@ export class TaskStore {
         task.backoff ? JSON.stringify(task.backoff) : "",
         task.runAt ?? "",
         task.priority ?? "normal",
+        task.submitId ?? randomUUID(),
       ],
     );
     pipeline.zadd(k.taskIndex(), "NX", task.createdAt, task.taskId);
@@ -183,14 +187,18 @@ export class TaskStore {
    * Moves a claimed task to RUNNING with a new attempt number, or says why it must not run.
    * `reclaimed`: the entry came back after its lease lapsed, so a RUNNING task is taken over.
    */
-  async start(taskId: string, workerId: string, options: { reclaimed?: boolean; now?: number } = {}): Promise<StartOutcome> {
+  async start(
+    taskId: string,
+    workerId: string,
+    options: { reclaimed?: boolean; now?: number; entryId?: string } = {},
+  ): Promise<StartOutcome> {
     const now = options.now ?? Date.now();
     const k = this.keys;
     const r = this.retention;
     const reply = (await scripts.start.run(
       this.redis,
       [k.task(taskId), k.events(taskId), k.eventsChannel(taskId), k.doneChannel(taskId)],
-      [workerId, now, r.eventMaxLen, r.eventTtlMs, r.recordTtlMs, options.reclaimed ? 1 : 0],
+      [workerId, now, r.eventMaxLen, r.eventTtlMs, r.recordTtlMs, options.reclaimed ? 1 : 0, options.entryId ?? ""],
     )) as string[];
     if (reply[0] === "run") {
       return {

@@ -468,7 +468,7 @@ export class Worker extends EventEmitter {
     // Watch before starting: a cancel that lands between the start script and the watch would be lost.
     const unwatch = this.cancels!.watch(taskId, (reason) => controller.abort(new AbortReason(ErrorCodes.CANCELLED, reason)));
     try {
-      const start = await store.start(taskId, this.workerId, { reclaimed });
+      const start = await store.start(taskId, this.workerId, { reclaimed, entryId });
       if (start.kind === "dead") {
         const { attempts, lastError } = start;
         await this.deadLetter(
