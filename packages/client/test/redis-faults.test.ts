@@ -53,25 +53,31 @@ describe("Redis faults", () => {
     const agent = new Agent({ name: "steady", model: "scripted:x", options: { scripted: { tokenDelayMs: 20 } } });
     const handles: TaskHandle[] = [];
     for (let i = 0; i < 100; i++) handles.push(await client.submit(agent, `task ${i} of the kill test`, { detailed: true }));
-    const streamed = handles.slice(0, 5).map(async (h) => {
-      const seqs: number[] = [];
-      for await (const e of h.stream()) seqs.push(e.seq);
-      return seqs;
+    const streamed = handles.slice(0, 10).map(async (h) => {
+      const events = [];
+      for await (const e of h.stream()) events.push(e);
+      return events;
     });
     const results = handles.map((h) => h.result({ timeoutMs: 60_000 }));
     await new Promise((r) => setTimeout(r, 250));
     const admin = new Redis(server.url);
     const me = await admin.client("ID");
     let killed = 0;
-    for (let round = 0; round < 3; round++) {
+    for (let round = 0; round < 8; round++) {
       for (const type of ["normal", "pubsub"]) killed += Number(await admin.client("KILL", "TYPE", type, "SKIPME", "yes"));
-      await new Promise((r) => setTimeout(r, 150));
+      await new Promise((r) => setTimeout(r, 100));
     }
     expect(killed).toBeGreaterThan(5);
     expect(me).toBeTruthy();
     const settled = await Promise.allSettled(results);
     expect(settled.flatMap((s, i) => (s.status === "rejected" ? [`${handles[i]!.taskId}: ${s.reason}`] : []))).toEqual([]);
-    for (const seqs of await Promise.all(streamed)) expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+    for (const [i, events] of (await Promise.all(streamed)).entries()) {
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, j) => j + 1));
+      // Within the final attempt every token arrived exactly once, in order.
+      const final = events.at(-1)!.attempt;
+      const text = events.flatMap((e) => (e.type === "text" && e.attempt === final ? [e.delta] : [])).join("");
+      expect(text).toBe(`Echo: task ${i} of the kill test`);
+    }
     expect(await admin.xlen(`${prefix}:queue:{default}`)).toBe(0);
     admin.disconnect();
     await Promise.all(workers.map((w) => w.stop({ drainTimeoutMs: 5000 })));
