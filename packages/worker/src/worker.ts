@@ -367,9 +367,8 @@ export class Worker extends EventEmitter {
         const free = this.concurrency - this.running.size;
         if (free <= 0 || this.stopping) return;
         const lane: Lane = { queue, priority };
-        const cursorKey = `${queue}/${priority}`;
-        const { cursor, entries } = await this.broker!.reclaim(lane, this.workerId, this.leaseMs, free, this.reclaimCursors.get(cursorKey) ?? "0-0");
-        this.reclaimCursors.set(cursorKey, cursor);
+        const { cursor, entries } = await this.broker!.reclaim(lane, this.workerId, this.leaseMs, free, this.reclaimCursors.get(laneKey(lane)) ?? "0-0");
+        this.reclaimCursors.set(laneKey(lane), cursor);
         for (const raw of entries) {
           // Our own entry, idle because renewals could not reach Redis: the run is still ours.
           if (this.running.has(runningKey(raw, raw.entryId))) continue;
@@ -384,10 +383,9 @@ export class Worker extends EventEmitter {
   private async renewLeases(): Promise<void> {
     const byLane = new Map<string, { lane: Lane; ids: string[] }>();
     for (const r of this.running.values()) {
-      const key = `${r.lane.queue}/${r.lane.priority}`;
-      const group = byLane.get(key) ?? { lane: r.lane, ids: [] };
+      const group = byLane.get(laneKey(r.lane)) ?? { lane: r.lane, ids: [] };
       group.ids.push(r.entryId);
-      byLane.set(key, group);
+      byLane.set(laneKey(r.lane), group);
     }
     for (const { lane, ids } of byLane.values()) {
       let lost: string[];
@@ -629,7 +627,8 @@ export class Worker extends EventEmitter {
   }
 }
 
-const runningKey = (lane: Lane, entryId: string) => `${lane.queue}/${lane.priority}/${entryId}`;
+const laneKey = (lane: Lane) => `${lane.queue}/${lane.priority}`;
+const runningKey = (lane: Lane, entryId: string) => `${laneKey(lane)}/${entryId}`;
 
 async function waitAll(promises: Promise<unknown>[], timeoutMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
