@@ -85,6 +85,12 @@ export class Broker {
     return (await this.redis.xadd(this.keys.lane(queue, priority), "*", "task", taskId)) as string;
   }
 
+  /** Queues an entry (or, with `runAt`, a delayed-set member) on a pipeline. */
+  queueEnqueue(pipeline: ChainableCommander, queue: string, taskId: string, priority: Priority = "normal", runAt?: number): void {
+    if (runAt === undefined) pipeline.xadd(this.keys.lane(queue, priority), "*", "task", taskId);
+    else pipeline.zadd(this.keys.delayed(queue, priority), runAt, taskId);
+  }
+
   /** Holds a task back until `dueAt` (ms since the epoch); a worker moves it into its lane then. */
   async schedule(queue: string, taskId: string, dueAt: number, priority: Priority = "normal"): Promise<void> {
     await this.redis.zadd(this.keys.delayed(queue, priority), dueAt, taskId);

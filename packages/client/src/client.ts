@@ -30,7 +30,7 @@ import {
   withRedis,
 } from "@flotilla/core";
 import { type FleetStatus, type FleetStatusOptions, getFleetStatus } from "@flotilla/health";
-import { type ListTasksOptions, type TaskPage, TaskStore } from "@flotilla/store";
+import { type ListTasksOptions, type NewTask, type TaskPage, TaskStore } from "@flotilla/store";
 import { z } from "zod";
 import type { ClientContext } from "./context.ts";
 import { TaskHandle } from "./task-handle.ts";
@@ -145,7 +145,83 @@ export class FlotillaClient {
     opts: ResolvedSubmitOptions,
   ): Promise<TaskHandle> {
     await this.broker.ensureGroup(opts.queue);
-    const created = await this.store.create({
+    const created = await this.store.create(this.newTask(taskId, agent, payload, now, runAt, opts));
+    if (!created) throw new DuplicateTaskError(taskId);
+    try {
+      if (runAt !== undefined) await this.broker.schedule(opts.queue, taskId, runAt, opts.priority);
+      else await this.broker.enqueue(opts.queue, taskId, opts.priority);
+    } catch (err) {
+      // Never leave a PENDING record that no worker will see.
+      await this.store.discard(taskId).catch(() => {});
+      throw err;
+    }
+    return new TaskHandle(this.ctx, taskId);
+  }
+
+  /**
+   * Submits many tasks in two round trips, however many there are (records, then queue entries).
+   * Every item is validated first: a bad one rejects the whole call (ValidationError naming
+   * `items.<i>.<field>`) before anything is written. Taken ids (caller-chosen `taskId`s) reject with
+   * a DuplicateTaskError after the others were enqueued; its `details.handles` lists those.
+   * Idempotency keys are not supported here: submit those one by one.
+   */
+  async submitMany(items: ReadonlyArray<{ agent: AgentLike; input: JsonValue; options?: SubmitOptions }>): Promise<TaskHandle[]> {
+    this.assertOpen();
+    const now = Date.now();
+    const prepared = items.map((item, i) => {
+      try {
+        const spec = parseInput(AgentSpecSchema, serialise(item.agent), "agent");
+        const opts = parseInput(SubmitOptionsSchema, item.options ?? {}, "options");
+        if (opts.idempotencyKey !== undefined) {
+          throw new ValidationError("options", [{ path: "idempotencyKey", message: "not supported by submitMany" }]);
+        }
+        const payload = JSON.stringify({ agent: spec, input: parseInput(JsonValueSchema, item.input, "input") });
+        if (Buffer.byteLength(payload) > this.maxPayloadBytes) {
+          throw new ValidationError("input", [{ path: "input", message: `payload is over ${this.maxPayloadBytes} bytes` }]);
+        }
+        const runAt = opts.runAt ?? (opts.delayMs === undefined ? undefined : now + opts.delayMs);
+        return { taskId: opts.taskId ?? newId(), agent: spec.name, payload, runAt, opts };
+      } catch (err) {
+        if (!(err instanceof ValidationError)) throw err;
+        const issues = err.issues.map((issue) => ({ ...issue, path: `items.${i}.${issue.path || err.field}` }));
+        throw new ValidationError("items", issues);
+      }
+    });
+    const redis = this.conn.redis;
+    return withRedis(redis, async () => {
+      for (const queue of new Set(prepared.map((p) => p.opts.queue))) await this.broker.ensureGroup(queue);
+      const creating = redis.pipeline();
+      const replyAt: number[] = [];
+      for (const p of prepared) {
+        replyAt.push(creating.length);
+        this.store.queueCreate(creating, this.newTask(p.taskId, p.agent, p.payload, now, p.runAt, p.opts));
+      }
+      const created = (await creating.exec()) ?? [];
+      const enqueuing = redis.pipeline();
+      const handles: TaskHandle[] = [];
+      const taken: string[] = [];
+      prepared.forEach((p, i) => {
+        const [err, ok] = created[replyAt[i]!] ?? [];
+        if (err) throw err;
+        if (ok !== 1) {
+          taken.push(p.taskId);
+          return;
+        }
+        this.broker.queueEnqueue(enqueuing, p.opts.queue, p.taskId, p.opts.priority, p.runAt);
+        handles.push(new TaskHandle(this.ctx, p.taskId));
+      });
+      for (const [err] of (await enqueuing.exec()) ?? []) if (err) throw err;
+      if (taken.length) {
+        const error = new DuplicateTaskError(taken[0]!);
+        Object.assign(error, { details: { taken, handles } });
+        throw error;
+      }
+      return handles;
+    });
+  }
+
+  private newTask(taskId: string, agent: string, payload: string, now: number, runAt: number | undefined, opts: ResolvedSubmitOptions): NewTask {
+    return {
       taskId,
       queue: opts.queue,
       agent,
@@ -159,17 +235,7 @@ export class FlotillaClient {
       backoff: opts.backoff,
       runAt,
       priority: opts.priority,
-    });
-    if (!created) throw new DuplicateTaskError(taskId);
-    try {
-      if (runAt !== undefined) await this.broker.schedule(opts.queue, taskId, runAt, opts.priority);
-      else await this.broker.enqueue(opts.queue, taskId, opts.priority);
-    } catch (err) {
-      // Never leave a PENDING record that no worker will see.
-      await this.store.discard(taskId).catch(() => {});
-      throw err;
-    }
-    return new TaskHandle(this.ctx, taskId);
+    };
   }
 
   /** Re-attaches to a task by id (from any process). */
