@@ -39,15 +39,16 @@ function answers(port: number): Promise<boolean> {
   });
 }
 
-/** A private redis-server on a free loopback port, with AOF on, for tests that restart or kill Redis. */
-export async function startRedisServer(): Promise<TestRedisServer> {
+/** A private redis-server on a free loopback port (AOF on by default), for tests that restart or kill Redis, and benchmarks. */
+export async function startRedisServer(options: { aof?: boolean } = {}): Promise<TestRedisServer> {
+  const aof = options.aof ?? true;
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "flotilla-redis-"));
   let child: ChildProcess | undefined;
   const launch = async () => {
     child = spawn(
       "redis-server",
-      ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
+      ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", ...(aof ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"])],
       { stdio: "ignore" },
     );
     for (let i = 0; i < 100 && !(await answers(port)); i++) await new Promise((r) => setTimeout(r, 50));

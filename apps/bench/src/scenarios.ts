@@ -1,0 +1,162 @@
+import { Agent } from "@flotilla/agent";
+import { FlotillaClient } from "@flotilla/client";
+import { Queue, QueueEvents } from "bullmq";
+import { newAdmin, percentiles, ratio, redisFigures, type System, startWorkers, waitUntil } from "./harness.ts";
+
+export interface BenchContext {
+  url: string;
+  quick: boolean;
+}
+
+const noop = new Agent({ name: "noop", model: "scripted:noop" });
+const bullConnection = (url: string) => {
+  const u = new URL(url);
+  return { host: u.hostname, port: Number(u.port || 6379) };
+};
+let runs = 0;
+const freshPrefix = (system: System) => `bench-${system}-${++runs}`;
+
+/** Submit in bulk, drain with `procs` worker processes at `concurrency`; tasks/s from submit start to the last outcome. */
+async function drain(ctx: BenchContext, system: System, tasks: number, procs: number, concurrency: number) {
+  const prefix = freshPrefix(system);
+  const admin = newAdmin(ctx.url);
+  const stop = await startWorkers(system, procs, { REDIS_URL: ctx.url, BENCH_PREFIX: prefix, BENCH_CONCURRENCY: String(concurrency) });
+  const before = await redisFigures(admin);
+  const chunk = 1000;
+  let started: number;
+  if (system === "flotilla") {
+    const client = new FlotillaClient({ redis: ctx.url, prefix });
+    started = performance.now();
+    for (let i = 0; i < tasks; i += chunk) {
+      await client.submitMany(Array.from({ length: Math.min(chunk, tasks - i) }, (_, j) => ({ agent: noop, input: i + j, options: { queue: "bench" } })));
+    }
+    await waitUntil(
+      async () => {
+        const d = await client.queueDepth("bench");
+        return d.waiting + d.inFlight + d.delayed === 0;
+      },
+      600_000,
+      "flotilla to drain",
+    );
+    await client.close();
+  } else {
+    const queue = new Queue("bench", { connection: bullConnection(ctx.url), prefix });
+    started = performance.now();
+    for (let i = 0; i < tasks; i += chunk) {
+      await queue.addBulk(Array.from({ length: Math.min(chunk, tasks - i) }, (_, j) => ({ name: "noop", data: i + j })));
+    }
+    await waitUntil(async () => (await queue.getCompletedCount()) >= tasks, 600_000, "bullmq to drain");
+    await queue.close();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const after = await redisFigures(admin);
+  await stop();
+  admin.disconnect();
+  return {
+    tasksPerSec: Math.round(tasks / seconds),
+    seconds: Math.round(seconds * 1000) / 1000,
+    commandsPerTask: Math.round(((after.calls - before.calls) / tasks) * 100) / 100,
+    bytesPerTask: Math.round((after.memory - before.memory) / tasks),
+  };
+}
+
+export async function throughput(ctx: BenchContext) {
+  const tasks = ctx.quick ? 2000 : 20_000;
+  const out = [];
+  for (const procs of [1, 4]) {
+    const flotilla = await drain(ctx, "flotilla", tasks, procs, 50);
+    const bullmq = await drain(ctx, "bullmq", tasks, procs, 50);
+    out.push({ scenario: "throughput", tasks, procs, concurrency: 50, flotilla, bullmq, ratio: ratio(flotilla.tasksPerSec, bullmq.tasksPerSec) });
+  }
+  return out;
+}
+
+/** Single-call submit rate from one process (no workers running), and bulk submit. */
+export async function submit(ctx: BenchContext) {
+  const single = ctx.quick ? 1000 : 5000;
+  const bulk = ctx.quick ? 5000 : 20_000;
+  const fPrefix = freshPrefix("flotilla");
+  const client = new FlotillaClient({ redis: ctx.url, prefix: fPrefix });
+  await client.submit(noop, "warm", { queue: "bench" });
+  let t = performance.now();
+  for (let i = 0; i < single; i++) await client.submit(noop, i, { queue: "bench" });
+  const fSingle = single / ((performance.now() - t) / 1000);
+  t = performance.now();
+  for (let i = 0; i < bulk; i += 1000) {
+    await client.submitMany(Array.from({ length: 1000 }, (_, j) => ({ agent: noop, input: i + j, options: { queue: "bench" } })));
+  }
+  const fBulk = bulk / ((performance.now() - t) / 1000);
+  await client.close();
+
+  const queue = new Queue("bench", { connection: bullConnection(ctx.url), prefix: freshPrefix("bullmq") });
+  await queue.add("warm", "warm");
+  t = performance.now();
+  for (let i = 0; i < single; i++) await queue.add("noop", i);
+  const bSingle = single / ((performance.now() - t) / 1000);
+  t = performance.now();
+  for (let i = 0; i < bulk; i += 1000) await queue.addBulk(Array.from({ length: 1000 }, (_, j) => ({ name: "noop", data: i + j })));
+  const bBulk = bulk / ((performance.now() - t) / 1000);
+  await queue.close();
+  return [
+    { scenario: "submit", mode: "single", tasks: single, flotilla: { perSec: Math.round(fSingle) }, bullmq: { perSec: Math.round(bSingle) }, ratio: ratio(fSingle, bSingle) },
+    { scenario: "submit", mode: "bulk", tasks: bulk, flotilla: { perSec: Math.round(fBulk) }, bullmq: { perSec: Math.round(bBulk) }, ratio: ratio(fBulk, bBulk) },
+  ];
+}
+
+/** One task at a time: submit → result resolved (and, for Flotilla, submit → first streamed event). */
+export async function latency(ctx: BenchContext) {
+  const runsCount = ctx.quick ? 200 : 2000;
+  const fPrefix = freshPrefix("flotilla");
+  let stop = await startWorkers("flotilla", 1, { REDIS_URL: ctx.url, BENCH_PREFIX: fPrefix, BENCH_CONCURRENCY: "1" });
+  const client = new FlotillaClient({ redis: ctx.url, prefix: fPrefix });
+  const fResult: number[] = [];
+  const fFirst: number[] = [];
+  for (let i = 0; i < runsCount + 20; i++) {
+    const t = performance.now();
+    const handle = await client.submit(noop, i, { queue: "bench" });
+    await handle.result();
+    if (i >= 20) fResult.push(performance.now() - t);
+  }
+  for (let i = 0; i < Math.min(runsCount, 500); i++) {
+    const t = performance.now();
+    const handle = await client.submit(noop, i, { queue: "bench" });
+    for await (const _ of handle.stream()) {
+      fFirst.push(performance.now() - t);
+      break;
+    }
+    await handle.result();
+  }
+  await client.close();
+  await stop();
+
+  const bPrefix = freshPrefix("bullmq");
+  stop = await startWorkers("bullmq", 1, { REDIS_URL: ctx.url, BENCH_PREFIX: bPrefix, BENCH_CONCURRENCY: "1" });
+  const queue = new Queue("bench", { connection: bullConnection(ctx.url), prefix: bPrefix });
+  const events = new QueueEvents("bench", { connection: bullConnection(ctx.url), prefix: bPrefix });
+  await events.waitUntilReady();
+  const bResult: number[] = [];
+  for (let i = 0; i < runsCount + 20; i++) {
+    const t = performance.now();
+    const job = await queue.add("noop", i);
+    await job.waitUntilFinished(events);
+    if (i >= 20) bResult.push(performance.now() - t);
+  }
+  await events.close();
+  await queue.close();
+  await stop();
+  const f = percentiles(fResult);
+  const b = percentiles(bResult);
+  return [
+    {
+      scenario: "latency",
+      runs: runsCount,
+      unit: "ms",
+      flotilla: { submitToResult: f, submitToFirstEvent: percentiles(fFirst) },
+      bullmq: { submitToResult: b },
+      ratioP50: ratio(f.p50, b.p50),
+      ratioP99: ratio(f.p99, b.p99),
+    },
+  ];
+}
+
+export const scenarios = { throughput, submit, latency } as const;

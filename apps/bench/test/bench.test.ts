@@ -1,0 +1,37 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
+
+describe("pnpm bench", () => {
+  it("runs the throughput scenario (--quick) for both systems and prints one JSON object per result", async () => {
+    const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, "throughput", "--quick"], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      err += d.toString();
+    });
+    const code = await new Promise((resolve) => child.on("exit", resolve));
+    expect(code, err).toBe(0);
+    const results = out.trim().split("\n").map((l) => JSON.parse(l));
+    expect(results.map((r) => [r.scenario, r.procs])).toEqual([
+      ["throughput", 1],
+      ["throughput", 4],
+    ]);
+    for (const r of results) {
+      expect(r.flotilla.tasksPerSec).toBeGreaterThan(0);
+      expect(r.bullmq.tasksPerSec).toBeGreaterThan(0);
+      expect(r.flotilla.commandsPerTask).toBeGreaterThan(0);
+      expect(r.ratio).toBeCloseTo(r.flotilla.tasksPerSec / r.bullmq.tasksPerSec, 1);
+    }
+  }, 120_000);
+
+  it("refuses an unknown scenario", async () => {
+    const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, "nonsense"], { stdio: "ignore" });
+    expect(await new Promise((resolve) => child.on("exit", resolve))).toBe(2);
+  });
+});
