@@ -38,13 +38,15 @@ export async function startWorkers(system: System, n: number, env: Record<string
   };
 }
 
-/** Total commands Redis has executed, and its used memory. */
-export async function redisFigures(redis: Redis): Promise<{ calls: number; memory: number }> {
+/** Commands Redis has executed (Lua's inner calls included), the CPU time its process used, and its memory. */
+export async function redisFigures(redis: Redis): Promise<{ calls: number; cpuMicros: number; memory: number }> {
   const stats = (await redis.info("commandstats")) as string;
   let calls = 0;
   for (const m of stats.matchAll(/calls=(\d+)/g)) calls += Number(m[1]);
+  const cpu = (await redis.info("cpu")) as string;
+  const seconds = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(cpu)?.[1] ?? 0);
   const memory = Number(/used_memory:(\d+)/.exec((await redis.info("memory")) as string)?.[1] ?? 0);
-  return { calls, memory };
+  return { calls, cpuMicros: (seconds("used_cpu_user") + seconds("used_cpu_sys")) * 1e6, memory };
 }
 
 export function percentiles(samples: number[]): { p50: number; p90: number; p99: number; mean: number } {

@@ -56,6 +56,7 @@ async function drain(ctx: BenchContext, system: System, tasks: number, procs: nu
     tasksPerSec: Math.round(tasks / seconds),
     seconds: Math.round(seconds * 1000) / 1000,
     commandsPerTask: Math.round(((after.calls - before.calls) / tasks) * 100) / 100,
+    redisCpuMicrosPerTask: Math.round((after.cpuMicros - before.cpuMicros) / tasks),
     bytesPerTask: Math.round((after.memory - before.memory) / tasks),
   };
 }
