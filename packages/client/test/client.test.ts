@@ -13,13 +13,8 @@ import {
   ValidationError,
   WaitTimeoutError,
 } from "../src/index.ts";
-import { echo, useFlotilla } from "./helpers.ts";
+import { collect, echo, useFlotilla } from "./helpers.ts";
 
-async function collect(it: AsyncIterable<FlotillaEvent>): Promise<FlotillaEvent[]> {
-  const out: FlotillaEvent[] = [];
-  for await (const e of it) out.push(e);
-  return out;
-}
 
 describe("FlotillaClient", () => {
   const env = useFlotilla("client");

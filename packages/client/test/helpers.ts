@@ -2,7 +2,7 @@ import { Agent } from "@flotilla/agent";
 import { cleanupPrefix, redisUrl, testPrefix, testRedis } from "@flotilla/tooling/test-utils";
 import { Worker, type WorkerOptions } from "@flotilla/worker";
 import { afterAll, afterEach } from "vitest";
-import { FlotillaClient } from "../src/index.ts";
+import { FlotillaClient, type FlotillaEvent } from "../src/index.ts";
 
 /** A client and workers on a prefix of their own, all closed and cleaned after the test file. */
 export function useFlotilla(name: string) {
@@ -38,3 +38,10 @@ export function useFlotilla(name: string) {
 
 export const echo = (options: Record<string, unknown> = {}) =>
   new Agent({ name: "echo", model: "scripted:echo", options: { scripted: options } as never });
+
+/** Every event of a stream, in order. */
+export async function collect(events: AsyncIterable<FlotillaEvent>): Promise<FlotillaEvent[]> {
+  const out: FlotillaEvent[] = [];
+  for await (const e of events) out.push(e);
+  return out;
+}

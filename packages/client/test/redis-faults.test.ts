@@ -10,6 +10,16 @@ import { FlotillaClient, type TaskHandle } from "../src/index.ts";
 
 describe("Redis faults", () => {
   let server: TestRedisServer;
+  /** Two workers, a client and a slow-ish agent on the private server, under their own prefix. */
+  async function fleet(prefix: string) {
+    const workers = [0, 1].map(
+      () => new Worker({ redis: server.url, prefix, concurrency: 8, leaseMs: 1000, blockMs: 500, heartbeatTtlMs: 3000 }),
+    );
+    await Promise.all(workers.map((w) => w.start()));
+    const client = new FlotillaClient({ redis: server.url, prefix });
+    const agent = new Agent({ name: "steady", model: "scripted:x", options: { scripted: { tokenDelayMs: 20 } } });
+    return { workers, client, agent };
+  }
   beforeAll(async () => {
     server = await startRedisServer();
   });
@@ -19,12 +29,7 @@ describe("Redis faults", () => {
 
   it("loses no task when Redis restarts mid-run (AOF on)", async () => {
     const prefix = "restart";
-    const workers = [0, 1].map(
-      () => new Worker({ redis: server.url, prefix, concurrency: 8, leaseMs: 1000, blockMs: 500, heartbeatTtlMs: 3000 }),
-    );
-    await Promise.all(workers.map((w) => w.start()));
-    const client = new FlotillaClient({ redis: server.url, prefix });
-    const agent = new Agent({ name: "steady", model: "scripted:x", options: { scripted: { tokenDelayMs: 20 } } });
+    const { workers, client, agent } = await fleet(prefix);
     const handles: TaskHandle[] = [];
     for (let i = 0; i < 150; i++) handles.push(await client.submit(agent, `task ${i} of the restart test`));
     const results = handles.map((h) => h.result({ timeoutMs: 60_000 }));
@@ -45,12 +50,7 @@ describe("Redis faults", () => {
 
   it("finishes every task when all connections are killed mid-run (CLIENT KILL)", async () => {
     const prefix = "kill";
-    const workers = [0, 1].map(
-      () => new Worker({ redis: server.url, prefix, concurrency: 8, leaseMs: 1000, blockMs: 500, heartbeatTtlMs: 3000 }),
-    );
-    await Promise.all(workers.map((w) => w.start()));
-    const client = new FlotillaClient({ redis: server.url, prefix });
-    const agent = new Agent({ name: "steady", model: "scripted:x", options: { scripted: { tokenDelayMs: 20 } } });
+    const { workers, client, agent } = await fleet(prefix);
     const handles: TaskHandle[] = [];
     for (let i = 0; i < 100; i++) handles.push(await client.submit(agent, `task ${i} of the kill test`, { detailed: true }));
     const streamed = handles.slice(0, 10).map(async (h) => {

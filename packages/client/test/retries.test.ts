@@ -3,8 +3,8 @@ import { type JsonValue, UnrecoverableError } from "@flotilla/core";
 import { waitFor } from "@flotilla/tooling/test-utils";
 import type { ExecutionContext, Executor } from "@flotilla/worker";
 import { describe, expect, it } from "vitest";
-import { type FlotillaEvent, TaskFailedError } from "../src/index.ts";
-import { useFlotilla } from "./helpers.ts";
+import { TaskFailedError } from "../src/index.ts";
+import { collect, useFlotilla } from "./helpers.ts";
 
 /** A real executor whose behaviour depends on the attempt: fails (or hangs) on the attempts listed. */
 function flaky(plan: (attempt: number, ctx: ExecutionContext) => Promise<JsonValue>): Executor {
@@ -12,11 +12,6 @@ function flaky(plan: (attempt: number, ctx: ExecutionContext) => Promise<JsonVal
 }
 const agent = new Agent({ name: "flaky", model: "scripted:x" });
 
-async function collect(it: AsyncIterable<FlotillaEvent>): Promise<FlotillaEvent[]> {
-  const out: FlotillaEvent[] = [];
-  for await (const e of it) out.push(e);
-  return out;
-}
 
 describe("retries", () => {
   const env = useFlotilla("retries");
