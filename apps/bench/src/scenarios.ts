@@ -160,4 +160,59 @@ export async function latency(ctx: BenchContext) {
   ];
 }
 
-export const scenarios = { throughput, submit, latency } as const;
+/** 1,000 concurrent tasks each emitting 200 text events, all consumed by stream() in this one process. */
+export async function streaming(ctx: BenchContext) {
+  const tasks = ctx.quick ? 200 : 1000;
+  const perTask = 200;
+  const prefix = freshPrefix("flotilla");
+  const stop = await startWorkers("flotilla", 2, {
+    REDIS_URL: ctx.url,
+    BENCH_PREFIX: prefix,
+    BENCH_CONCURRENCY: String(tasks / 2),
+    BENCH_EVENTS: String(perTask),
+  });
+  const client = new FlotillaClient({ redis: ctx.url, prefix });
+  const latencies: number[] = [];
+  let received = 0;
+  let broken = 0;
+  const started = performance.now();
+  const handles = await client.submitMany(Array.from({ length: tasks }, (_, i) => ({ agent: noop, input: i, options: { queue: "bench" } })));
+  await Promise.all(
+    handles.map(async (h) => {
+      let expected = 1;
+      let texts = 0;
+      for await (const e of h.stream()) {
+        if (e.seq !== expected++) broken++;
+        if (e.type === "text") {
+          texts++;
+          latencies.push(Date.now() - e.ts);
+        }
+        received++;
+      }
+      if (texts !== perTask) broken++;
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  await client.close();
+  await stop();
+  const textEvents = tasks * perTask;
+  return [
+    {
+      scenario: "streaming",
+      tasks,
+      eventsPerTask: perTask,
+      flotilla: {
+        eventsPerSec: Math.round(received / seconds),
+        textEventsPerSec: Math.round(textEvents / seconds),
+        seconds: Math.round(seconds * 1000) / 1000,
+        eventLatencyMs: percentiles(latencies),
+        lostOrOutOfOrder: broken,
+        received,
+      },
+      bullmq: null,
+      note: "BullMQ has no per-job event stream to compare with",
+    },
+  ];
+}
+
+export const scenarios = { throughput, submit, latency, streaming } as const;

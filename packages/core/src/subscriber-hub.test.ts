@@ -59,3 +59,20 @@ describe("SubscriberHub", () => {
     await expect(hub.subscribe("x", () => {})).rejects.toMatchObject({ code: "REDIS_UNAVAILABLE" });
   });
 });
+
+describe("SubscriberHub under many first subscribers", () => {
+  it("shares one wait for the connection among subscribes issued before it is ready", async () => {
+    const conn = openRedis(redisUrl(), "subscriber");
+    const hub = new SubscriberHub(conn);
+    hubs.push(hub);
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    await Promise.all(Array.from({ length: 50 }, (_, i) => hub.subscribe(`${prefix}:many:${i}`, () => {})));
+    await new Promise((r) => setImmediate(r));
+    process.off("warning", onWarning);
+    expect(warnings).not.toContain("MaxListenersExceededWarning");
+    expect(conn.redis.listenerCount("error")).toBeLessThan(5);
+    expect(await numsub(`${prefix}:many:49`)).toBe(1);
+  });
+});

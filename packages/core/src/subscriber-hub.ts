@@ -26,6 +26,8 @@ export class SubscriberHub {
   /** A connection was lost since the last subscribe round: the next `ready` must re-subscribe. */
   private lost = false;
   private closed = false;
+  /** One wait for the connection, shared by every subscribe issued before it is ready. */
+  private readyWait: Promise<void> | undefined;
 
   constructor(conn: OwnedRedis, options: SubscriberHubOptions = {}) {
     this.conn = conn;
@@ -60,7 +62,7 @@ export class SubscriberHub {
       const redis = this.conn.redis;
       this.ready.set(
         channel,
-        whenReady(redis, this.readyTimeoutMs).then(() => redis.subscribe(channel)),
+        this.connected().then(() => redis.subscribe(channel)),
       );
     }
     set.add(listener);
@@ -81,6 +83,14 @@ export class SubscriberHub {
         if (!this.closed) await this.conn.redis.unsubscribe(channel).catch(() => {});
       }
     };
+  }
+
+  private connected(): Promise<void> {
+    if (this.conn.redis.status === "ready") return Promise.resolve();
+    this.readyWait ??= whenReady(this.conn.redis, this.readyTimeoutMs).finally(() => {
+      this.readyWait = undefined;
+    });
+    return this.readyWait;
   }
 
   /** Called after the connection came back and every channel is subscribed again. */

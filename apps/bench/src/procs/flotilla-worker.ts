@@ -1,12 +1,23 @@
 // A Flotilla worker process doing no-op work, for the benchmarks.
+import type { ExecutionContext } from "@flotilla/worker";
 import { Worker } from "@flotilla/worker";
+
+const events = Number(process.env.BENCH_EVENTS ?? 0);
+/** No-op work, or (BENCH_EVENTS) that many text events as fast as possible, yielding every 10 as a model would. */
+async function work(ctx: ExecutionContext) {
+  for (let i = 0; i < events; i++) {
+    ctx.emit({ type: "text", delta: "x" });
+    if (i % 10 === 9) await new Promise((r) => setImmediate(r));
+  }
+  return null;
+}
 
 const worker = new Worker({
   redis: process.env.REDIS_URL,
   prefix: process.env.BENCH_PREFIX,
   queues: ["bench"],
   concurrency: Number(process.env.BENCH_CONCURRENCY ?? 50),
-  executor: { execute: async () => null },
+  executor: { execute: work },
   blockMs: 1000,
 });
 await worker.start();
