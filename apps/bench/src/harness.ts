@@ -4,8 +4,12 @@ import { Redis } from "ioredis";
 
 export type System = "flotilla" | "bullmq";
 
-/** Starts `n` worker processes of a system and resolves once all are ready. */
-export async function startWorkers(system: System, n: number, env: Record<string, string>): Promise<() => Promise<void>> {
+/** Starts `n` worker processes of a system and resolves once all are ready; returns the function that stops them. */
+export async function startWorkers(
+  system: System,
+  n: number,
+  env: Record<string, string>,
+): Promise<(() => Promise<void>) & { kill9: () => Promise<void> }> {
   const entry = fileURLToPath(new URL(`./procs/${system}-worker.ts`, import.meta.url));
   const children: ChildProcess[] = [];
   await Promise.all(
@@ -23,7 +27,7 @@ export async function startWorkers(system: System, n: number, env: Record<string
       });
     }),
   );
-  return async () => {
+  const stop = async () => {
     await Promise.all(
       children.map(
         (c) =>
@@ -36,6 +40,19 @@ export async function startWorkers(system: System, n: number, env: Record<string
       ),
     );
   };
+  const kill9 = async () => {
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            c.removeAllListeners("exit");
+            c.once("exit", () => resolve());
+            c.kill("SIGKILL");
+          }),
+      ),
+    );
+  };
+  return Object.assign(stop, { kill9 });
 }
 
 /** Commands Redis has executed (Lua's inner calls included), the CPU time its process used, and its memory. */

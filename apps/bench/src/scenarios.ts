@@ -215,4 +215,55 @@ export async function streaming(ctx: BenchContext) {
   ];
 }
 
-export const scenarios = { throughput, submit, latency, streaming } as const;
+/** kill -9 a worker holding 50 in-flight tasks: time until all 50 complete on another worker. */
+export async function recovery(ctx: BenchContext) {
+  const tasks = 50;
+  const leaseMs = 2000;
+  const sleepMs = 3000;
+  const measure = async (system: System) => {
+    const prefix = freshPrefix(system);
+    const env = { REDIS_URL: ctx.url, BENCH_PREFIX: prefix, BENCH_CONCURRENCY: String(tasks), BENCH_SLEEP_MS: String(sleepMs), BENCH_LEASE_MS: String(leaseMs) };
+    const victim = await startWorkers(system, 1, env);
+    let inFlight: () => Promise<number>;
+    let done: () => Promise<boolean>;
+    let close: () => Promise<void>;
+    if (system === "flotilla") {
+      const client = new FlotillaClient({ redis: ctx.url, prefix });
+      const handles = await client.submitMany(Array.from({ length: tasks }, (_, i) => ({ agent: noop, input: i, options: { queue: "bench" } })));
+      inFlight = async () => (await client.queueDepth("bench")).inFlight;
+      done = async () => (await Promise.all(handles.map((h) => h.status()))).every((s) => s.status === "COMPLETED");
+      close = () => client.close();
+    } else {
+      const queue = new Queue("bench", { connection: bullConnection(ctx.url), prefix });
+      await queue.addBulk(Array.from({ length: tasks }, (_, i) => ({ name: "noop", data: i })));
+      inFlight = () => queue.getActiveCount();
+      done = async () => (await queue.getCompletedCount()) >= tasks;
+      close = () => queue.close();
+    }
+    await waitUntil(async () => (await inFlight()) === tasks, 30_000, `${system}: every task in flight`);
+    await victim.kill9();
+    const killedAt = performance.now();
+    const rescuer = await startWorkers(system, 1, env);
+    await waitUntil(done, 120_000, `${system}: recovery`);
+    const seconds = (performance.now() - killedAt) / 1000;
+    await rescuer();
+    await close();
+    return { secondsToRecoverAll: Math.round(seconds * 1000) / 1000 };
+  };
+  const flotilla = await measure("flotilla");
+  const bullmq = await measure("bullmq");
+  return [
+    {
+      scenario: "recovery",
+      tasks,
+      leaseMs,
+      taskMs: sleepMs,
+      flotilla,
+      bullmq,
+      ratio: ratio(bullmq.secondsToRecoverAll, flotilla.secondsToRecoverAll),
+      note: "ratio is BullMQ's time ÷ Flotilla's (above 1: Flotilla recovers sooner); both given the same lease / lock and stalled-check window",
+    },
+  ];
+}
+
+export const scenarios = { throughput, submit, latency, streaming, recovery } as const;
