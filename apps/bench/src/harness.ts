@@ -27,31 +27,21 @@ export async function startWorkers(
       });
     }),
   );
-  const stop = async () => {
-    await Promise.all(
+  // Sends every child `signal` and resolves once all have exited (SIGTERM escalates to SIGKILL after 5 s).
+  const signalAll = (signal: NodeJS.Signals) =>
+    Promise.all(
       children.map(
         (c) =>
           new Promise<void>((resolve) => {
             c.removeAllListeners("exit");
             c.once("exit", () => resolve());
-            c.kill("SIGTERM");
-            setTimeout(() => c.kill("SIGKILL"), 5000).unref();
+            c.kill(signal);
+            if (signal !== "SIGKILL") setTimeout(() => c.kill("SIGKILL"), 5000).unref();
           }),
       ),
-    );
-  };
-  const kill9 = async () => {
-    await Promise.all(
-      children.map(
-        (c) =>
-          new Promise<void>((resolve) => {
-            c.removeAllListeners("exit");
-            c.once("exit", () => resolve());
-            c.kill("SIGKILL");
-          }),
-      ),
-    );
-  };
+    ).then(() => {});
+  const stop = () => signalAll("SIGTERM");
+  const kill9 = () => signalAll("SIGKILL");
   return Object.assign(stop, { kill9 });
 }
 
