@@ -24,21 +24,18 @@ describe("Broker", () => {
     await broker.ensureGroup("early"); // idempotent
     const entries = await broker.claim(blocking, "c1", ["early"], 10, 100);
     expect(entries.map((e) => parseEntry(e))).toMatchObject([
-      { ok: true, taskId: "t1" },
-      { ok: true, taskId: "t2" },
+      { ok: true, name: "t1", taskId: "early/t1" },
+      { ok: true, name: "t2", taskId: "early/t2" },
     ]);
   });
 
-  it("acks by deleting, so the stream holds only unfinished entries", async () => {
-    await broker.ensureGroup("acks");
-    await broker.enqueue("acks", "a");
-    await broker.enqueue("acks", "b");
-    const [first] = await broker.claim(blocking, "c1", ["acks"], 1, 100);
-    expect(await broker.depth("acks")).toEqual({ waiting: 1, inFlight: 1, delayed: 0 });
-    expect(await broker.ack(lane("acks"), "someone-else", first!.entryId)).toBe(0); // not theirs to ack
-    expect(await broker.ack(lane("acks"), "c1", first!.entryId)).toBe(1);
-    expect(await redis.xlen(keys.queue("acks"))).toBe(1);
-    expect(await broker.depth("acks")).toEqual({ waiting: 1, inFlight: 0, delayed: 0 });
+  it("counts waiting, in-flight and delayed entries", async () => {
+    await broker.ensureGroup("depth");
+    await broker.enqueue("depth", "a");
+    await broker.enqueue("depth", "b");
+    await redis.zadd(keys.delayed("depth", "low"), Date.now() + 60_000, "c");
+    await broker.claim(blocking, "c1", ["depth"], 1, 100);
+    expect(await broker.depth("depth")).toEqual({ waiting: 1, inFlight: 1, delayed: 1 });
   });
 
   it("claims across several queues in one blocking call", async () => {

@@ -4,12 +4,9 @@ import { type Lane, pairsToObject, type RawEntry } from "./entry.ts";
 
 const lua = (name: string, keys: number) => LuaScript.fromFile(new URL(`../lua/${name}.lua`, import.meta.url), keys);
 const scripts = {
-  ack: lua("ack", 1),
   deadLetter: lua("dead-letter", 2),
   renew: lua("renew", 1),
-  retry: lua("retry", 2),
   promote: lua("promote", 2),
-  requeue: lua("requeue", 2),
 };
 
 export interface BrokerOptions {
@@ -81,19 +78,12 @@ export class Broker {
     this.groups.add(queue);
   }
 
-  async enqueue(queue: string, taskId: string, priority: Priority = "normal"): Promise<string> {
-    return (await this.redis.xadd(this.keys.lane(queue, priority), "*", "task", taskId)) as string;
-  }
-
-  /** Queues an entry (or, with `runAt`, a delayed-set member) on a pipeline. */
-  queueEnqueue(pipeline: ChainableCommander, queue: string, taskId: string, priority: Priority = "normal", runAt?: number): void {
-    if (runAt === undefined) pipeline.xadd(this.keys.lane(queue, priority), "*", "task", taskId);
-    else pipeline.zadd(this.keys.delayed(queue, priority), runAt, taskId);
-  }
-
-  /** Holds a task back until `dueAt` (ms since the epoch); a worker moves it into its lane then. */
-  async schedule(queue: string, taskId: string, dueAt: number, priority: Priority = "normal"): Promise<void> {
-    await this.redis.zadd(this.keys.delayed(queue, priority), dueAt, taskId);
+  /**
+   * Adds an entry for the task named `name` (its id within the queue). Submitting does this as part
+   * of creating the record; this is for tools and tests that write entries themselves.
+   */
+  async enqueue(queue: string, name: string, priority: Priority = "normal"): Promise<string> {
+    return (await this.redis.xadd(this.keys.lane(queue, priority), "*", "task", name)) as string;
   }
 
   /**
@@ -126,6 +116,12 @@ export class Broker {
       out.push(...this.toEntries(reply, lanes));
     }
     if (out.length > 0) return out;
+    return this.block(blocking, consumer, queues, count, blockMs);
+  }
+
+  /** Waits (up to `blockMs`) for new entries in any lane of `queues` and claims up to `count` of them. */
+  async block(blocking: Redis, consumer: string, queues: readonly string[], count: number, blockMs: number): Promise<RawEntry[]> {
+    const lanes = PRIORITIES.flatMap((priority) => queues.map((queue) => ({ queue, priority })));
     const reply = (await blocking.xreadgroup(
       "GROUP",
       CONSUMER_GROUP,
@@ -139,15 +135,6 @@ export class Broker {
       ...lanes.map(() => ">"),
     )) as StreamReply;
     return this.toEntries(reply, lanes);
-  }
-
-  /** Acknowledges (and deletes) the entries `consumer` still owns; returns how many. */
-  queueAck(pipeline: ChainableCommander, lane: Lane, consumer: string, entryIds: readonly string[]): void {
-    scripts.ack.queue(pipeline, [this.stream(lane)], [CONSUMER_GROUP, consumer, ...entryIds]);
-  }
-
-  async ack(lane: Lane, consumer: string, ...entryIds: string[]): Promise<number> {
-    return (await scripts.ack.run(this.redis, [this.stream(lane)], [CONSUMER_GROUP, consumer, ...entryIds])) as number;
   }
 
   /**
@@ -170,15 +157,6 @@ export class Broker {
       Array<[string, string[] | null]>,
     ];
     return { cursor: next, entries: claimed.map(([entryId, pairs]) => ({ ...lane, entryId, fields: pairsToObject(pairs) })) };
-  }
-
-  /** Queues the move of an entry `consumer` owns to its lane's delayed set, due at `dueAt`. */
-  queueRetry(pipeline: ChainableCommander, lane: Lane, consumer: string, entryId: string, taskId: string, dueAt: number): void {
-    scripts.retry.queue(
-      pipeline,
-      [this.stream(lane), this.keys.delayed(lane.queue, lane.priority)],
-      [CONSUMER_GROUP, consumer, entryId, taskId, dueAt],
-    );
   }
 
   /** Moves due tasks of every lane of `queue` into their lanes; returns how many, and when the next is due. */
@@ -254,17 +232,6 @@ export class Broker {
   async getDeadLetter(queue: string, deadLetterId: string): Promise<DeadLetter | undefined> {
     const [found] = await this.listDeadLetters(queue, { from: deadLetterId, count: 1 });
     return found?.id === deadLetterId ? found : undefined;
-  }
-
-  /** Sends a dead letter's task back to its lane and deletes the dead letter; false if it was gone. */
-  async requeueDeadLetter(letter: DeadLetter): Promise<boolean> {
-    if (!letter.taskId) return false;
-    const done = await scripts.requeue.run(
-      this.redis,
-      [this.keys.lane(letter.queue, letter.priority), this.keys.deadLetters(letter.queue)],
-      [letter.id, letter.taskId],
-    );
-    return done === 1;
   }
 
   /** Entries waiting to be claimed, claimed but not yet done, and held back for later, over all lanes. */

@@ -1,8 +1,8 @@
-import { type Priority, TaskIdSchema } from "@flotilla/core";
+import { type Priority, TaskNameSchema, taskIdOf } from "@flotilla/core";
 import { z } from "zod";
 
-/** A queue entry as workers read it: just the id of the task whose record holds the payload. */
-export const QueueEntryFieldsSchema = z.object({ task: TaskIdSchema }).strict();
+/** A queue entry as workers read it: just the name of the task (within the queue) whose record holds the payload. */
+export const QueueEntryFieldsSchema = z.object({ task: TaskNameSchema }).strict();
 
 /** One priority lane of a queue: a stream of its own. */
 export interface Lane {
@@ -17,7 +17,7 @@ export interface RawEntry extends Lane {
 }
 
 export type ParsedEntry =
-  | (Lane & { ok: true; entryId: string; taskId: string })
+  | (Lane & { ok: true; entryId: string; name: string; taskId: string })
   | (Lane & { ok: false; entryId: string; reason: string; fields: Record<string, string> | null });
 
 export function parseEntry(raw: RawEntry): ParsedEntry {
@@ -29,7 +29,7 @@ export function parseEntry(raw: RawEntry): ParsedEntry {
     const where = issue?.path.length ? issue.path.join(".") : "entry";
     return { ok: false, queue, priority, entryId, reason: `malformed queue entry: ${where}: ${issue?.message ?? "invalid"}`, fields };
   }
-  return { ok: true, queue, priority, entryId, taskId: parsed.data.task };
+  return { ok: true, queue, priority, entryId, name: parsed.data.task, taskId: taskIdOf(queue, parsed.data.task) };
 }
 
 export function pairsToObject(pairs: string[] | null | undefined): Record<string, string> | null {

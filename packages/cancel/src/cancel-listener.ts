@@ -10,16 +10,25 @@ const CancelMessageSchema = z.object({ taskId: z.string(), reason: z.string() })
  * The worker side of cancel: one subscription to the fleet's cancel channel, on the worker's
  * single subscriber connection, serves every task the worker runs. Because requests are also
  * stored on the task, a request missed while the connection was down is found on reconnect.
+ *
+ * A worker starts a batch of tasks in one script and watches them once it has the reply; a request
+ * for one of them may arrive on the subscriber connection just before that. Requests for tasks not
+ * (yet) watched are therefore remembered for a while, and `watch` fires at once for one of them.
  */
 export class CancelListener {
   private readonly redis: Redis;
   private readonly hub: SubscriberHub;
   private readonly keys: Keys;
   private readonly handlers = new Map<string, CancelHandler>();
+  /** Requests for tasks not watched here, by task id, oldest first. */
+  private readonly recent = new Map<string, { reason: string; at: number }>();
+  private readonly rememberMs: number;
   private unsubscribe: Unsubscribe | undefined;
   private stopReconnect: (() => void) | undefined;
 
-  constructor(redis: Redis, hub: SubscriberHub, keys: Keys) {
+  /** @param rememberMs how long a request for an unwatched task is remembered (default 60 s) */
+  constructor(redis: Redis, hub: SubscriberHub, keys: Keys, rememberMs = 60_000) {
+    this.rememberMs = rememberMs;
     this.redis = redis;
     this.hub = hub;
     this.keys = keys;
@@ -35,6 +44,12 @@ export class CancelListener {
 
   /** Calls `handler` (once) when the task is cancelled; returns the function that stops watching. */
   watch(taskId: string, handler: CancelHandler): () => void {
+    const early = this.recent.get(taskId);
+    if (early) {
+      this.recent.delete(taskId);
+      handler(early.reason);
+      return () => {};
+    }
     this.handlers.set(taskId, handler);
     return () => {
       if (this.handlers.get(taskId) === handler) this.handlers.delete(taskId);
@@ -54,15 +69,35 @@ export class CancelListener {
     });
   }
 
+  /** Requests remembered for tasks not watched here. */
+  async pendingRequests(): Promise<number> {
+    return this.recent.size;
+  }
+
   async stop(): Promise<void> {
     this.stopReconnect?.();
     await this.unsubscribe?.();
     this.handlers.clear();
+    this.recent.clear();
+  }
+
+  private remember(taskId: string, reason: string): void {
+    const now = Date.now();
+    this.recent.delete(taskId);
+    this.recent.set(taskId, { reason, at: now });
+    // Oldest first: drop what is too old, and keep the map bounded.
+    for (const [id, r] of this.recent) {
+      if (now - r.at < this.rememberMs && this.recent.size <= 10_000) break;
+      this.recent.delete(id);
+    }
   }
 
   private fire(taskId: string, reason: string): void {
     const handler = this.handlers.get(taskId);
-    if (!handler) return;
+    if (!handler) {
+      this.remember(taskId, reason);
+      return;
+    }
     this.handlers.delete(taskId);
     handler(reason);
   }

@@ -1,6 +1,6 @@
 import { createKeys, DEFAULT_RETENTION, openRedis, SubscriberHub } from "@flotilla/core";
 import { TaskStore } from "@flotilla/store";
-import { cleanupPrefix, redisUrl, testPrefix, testRedis } from "@flotilla/tooling/test-utils";
+import { cleanupPrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/tooling/test-utils";
 import { afterAll, describe, expect, it } from "vitest";
 import { CancelListener } from "./cancel-listener.ts";
 import { requestCancel } from "./request-cancel.ts";
@@ -10,6 +10,8 @@ const prefix = testPrefix("cancel");
 const keys = createKeys(prefix);
 const store = new TaskStore(redis, keys, DEFAULT_RETENTION);
 const hub = new SubscriberHub(openRedis(redisUrl(), "subscriber"));
+/** The status events a task's record keeps. */
+const statusLog = async (taskId: string) => JSON.parse(`[${(await redis.hget(keys.task(taskId), "log")) ?? ""}]`) as Array<Record<string, unknown>>;
 afterAll(async () => {
   await hub.close();
   await cleanupPrefix(redis, prefix);
@@ -18,7 +20,7 @@ afterAll(async () => {
 
 let n = 0;
 async function task() {
-  const taskId = `c${++n}`;
+  const taskId = `q/c${++n}`;
   await store.create({ taskId, queue: "q", agent: "a", payload: "{}", createdAt: Date.now(), detailed: false, maxRetries: 0, metadata: {} });
   return taskId;
 }
@@ -29,8 +31,7 @@ describe("cancel", () => {
     expect(await requestCancel(redis, keys, DEFAULT_RETENTION, id, "not needed")).toEqual({ outcome: "cancelled", status: "CANCELLED" });
     expect(await store.get(id)).toMatchObject({ status: "CANCELLED", cancelReason: "not needed", error: { code: "CANCELLED" } });
     expect(await store.start(id, "w")).toMatchObject({ kind: "skip", reason: "terminal" });
-    const events = (await redis.xrange(keys.events(id), "-", "+")).map(([, f]) => JSON.parse(f[1]!));
-    expect(events).toMatchObject([{ seq: 1, type: "status", status: "cancelled" }]);
+    expect(await statusLog(id)).toMatchObject([{ seq: 1, type: "status", status: "cancelled" }]);
   });
 
   it("tells the worker running the task, through one shared subscription", async () => {
@@ -56,6 +57,20 @@ describe("cancel", () => {
     await listener.stop();
   });
 
+  it("remembers a request that arrives before the worker watches the task", async () => {
+    const listener = new CancelListener(redis, hub, keys);
+    await listener.start();
+    const id = await task();
+    await store.start(id, "w");
+    // The worker started the task in a batch and has not read the reply yet when the request comes.
+    expect((await requestCancel(redis, keys, DEFAULT_RETENTION, id, "too quick")).outcome).toBe("requested");
+    await waitFor(async () => (await listener.pendingRequests()) > 0, { what: "the request to arrive" });
+    const heard: string[] = [];
+    listener.watch(id, (reason) => heard.push(reason));
+    expect(heard).toEqual(["too quick"]);
+    await listener.stop();
+  });
+
   it("ends a running task at once when its attempt would retry, instead of retrying it", async () => {
     const id = await task();
     await store.start(id, "w");
@@ -63,10 +78,9 @@ describe("cancel", () => {
     // The attempt fails with retries left, before its worker heard the cancel:
     expect(
       await store.finish(id, { attempt: 1, status: "RETRYING", agent: "a", error: { message: "flaky", code: "AGENT_ERROR" }, retryAt: 1 }),
-    ).toEqual({ ok: true, status: "CANCELLED" });
+    ).toEqual({ ok: true, status: "CANCELLED", deadLettered: false });
     expect(await store.get(id)).toMatchObject({ status: "CANCELLED", attempt: 1, retries: 0, error: { message: "stop after this attempt" } });
-    const events = (await redis.xrange(keys.events(id), "-", "+")).map(([, f]) => JSON.parse(f[1]!));
-    expect(events.map((e) => e.status)).toEqual(["running", "cancelled"]);
+    expect((await statusLog(id)).map((e) => e.status)).toEqual(["running", "cancelled"]);
   });
 
   it("ends a cancelled task whose worker died when another worker reclaims it, instead of running it", async () => {
@@ -84,6 +98,6 @@ describe("cancel", () => {
     expect(await requestCancel(redis, keys, DEFAULT_RETENTION, id)).toEqual({ outcome: "finished", status: "COMPLETED" });
     expect(await store.get(id)).toMatchObject({ status: "COMPLETED", result: 1 });
     expect((await store.get(id))?.cancelRequestedAt).toBeUndefined();
-    expect(await requestCancel(redis, keys, DEFAULT_RETENTION, "ghost")).toEqual({ outcome: "missing", status: undefined });
+    expect(await requestCancel(redis, keys, DEFAULT_RETENTION, "q/ghost")).toEqual({ outcome: "missing", status: undefined });
   });
 });

@@ -1,7 +1,7 @@
-import { type Keys, LuaScript, type Retention, type TaskStatus } from "@flotilla/core";
+import { type Keys, LuaScript, type Retention, splitTaskId, type TaskStatus } from "@flotilla/core";
 import type { Redis } from "ioredis";
 
-const cancelScript = LuaScript.fromFile(new URL("../lua/cancel.lua", import.meta.url), 4);
+const cancelScript = LuaScript.fromFile(new URL("../lua/cancel.lua", import.meta.url), 1);
 
 export interface CancelOutcome {
   /**
@@ -24,8 +24,8 @@ export async function requestCancel(
 ): Promise<CancelOutcome> {
   const reply = (await cancelScript.run(
     redis,
-    [keys.task(taskId), keys.events(taskId), keys.eventsChannel(taskId), keys.doneChannel(taskId)],
-    [reason, Date.now(), retention.eventMaxLen, retention.eventTtlMs, retention.recordTtlMs, keys.cancelChannel()],
+    [keys.task(taskId)],
+    [reason, Date.now(), retention.recordTtlMs, keys.cancelChannel(), keys.statusChannel(splitTaskId(taskId).queue)],
   )) as [CancelOutcome["outcome"], string];
   return { outcome: reply[0], status: (reply[1] || undefined) as TaskStatus | undefined };
 }

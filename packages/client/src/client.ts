@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { Broker, type DeadLetter } from "@flotilla/broker";
 import {
   type AgentSpec,
@@ -7,8 +8,8 @@ import {
   DuplicateTaskError,
   ErrorCodes,
   FlotillaError,
-  JsonValueSchema,
   type JsonValue,
+  JsonValueSchema,
   type Keys,
   newId,
   type OwnedRedis,
@@ -21,14 +22,16 @@ import {
   type RetentionOptions,
   resolveRetention,
   type Serializable,
-  SubmitOptionsSchema,
   type SubmitOptions,
+  SubmitOptionsSchema,
   SubscriberHub,
   TaskIdSchema,
   TaskStatusSchema,
+  taskIdOf,
   ValidationError,
   withRedis,
 } from "@flotilla/core";
+import { StatusFeed } from "@flotilla/events";
 import { type FleetStatus, type FleetStatusOptions, getFleetStatus } from "@flotilla/health";
 import { type ListTasksOptions, type NewTask, type TaskPage, TaskStore } from "@flotilla/store";
 import { z } from "zod";
@@ -73,6 +76,9 @@ export class FlotillaClient {
   private readonly redisOption: RedisConnection | undefined;
   private readonly connectTimeoutMs: number;
   private hubPromise: Promise<SubscriberHub> | undefined;
+  private feed: StatusFeed | undefined;
+  /** Queues whose consumer group and registry entry this client has made sure of. */
+  private readonly knownQueues = new Set<string>();
   private readonly ctx: ClientContext;
   private closed = false;
 
@@ -93,6 +99,11 @@ export class FlotillaClient {
       store: this.store,
       broker: this.broker,
       hub: () => this.hub(),
+      statusFeed: async () => {
+        const hub = await this.hub();
+        this.feed ??= new StatusFeed(hub, this.keys);
+        return this.feed;
+      },
     };
   }
 
@@ -112,7 +123,7 @@ export class FlotillaClient {
         { path: "input", message: `payload is ${Buffer.byteLength(payload)} bytes; the limit is ${this.maxPayloadBytes}` },
       ]);
     }
-    const taskId = opts.taskId ?? newId();
+    const taskId = taskIdOf(opts.queue, nameFor(opts));
     const redis = this.conn.redis;
     const now = Date.now();
     const runAt = opts.runAt ?? (opts.delayMs === undefined ? undefined : now + opts.delayMs);
@@ -144,22 +155,23 @@ export class FlotillaClient {
     runAt: number | undefined,
     opts: ResolvedSubmitOptions,
   ): Promise<TaskHandle> {
-    await this.broker.ensureGroup(opts.queue);
+    await this.knowQueue(opts.queue);
+    // Record and entry are written by one script: there is never a record that no worker will see.
     const created = await this.store.create(this.newTask(taskId, agent, payload, now, runAt, opts));
     if (!created) throw new DuplicateTaskError(taskId);
-    try {
-      if (runAt !== undefined) await this.broker.schedule(opts.queue, taskId, runAt, opts.priority);
-      else await this.broker.enqueue(opts.queue, taskId, opts.priority);
-    } catch (err) {
-      // Never leave a PENDING record that no worker will see.
-      await this.store.discard(taskId).catch(() => {});
-      throw err;
-    }
     return new TaskHandle(this.ctx, taskId);
   }
 
+  private async knowQueue(queue: string): Promise<void> {
+    if (this.knownQueues.has(queue)) return;
+    await this.broker.ensureGroup(queue);
+    await this.store.registerQueue(queue);
+    this.knownQueues.add(queue);
+  }
+
   /**
-   * Submits many tasks in two round trips, however many there are (records, then queue entries).
+   * Submits many tasks in one round trip per queue, however many there are: one script creates
+   * their records and enqueues them.
    * Every item is validated first: a bad one rejects the whole call (ValidationError naming
    * `items.<i>.<field>`) before anything is written. Taken ids (caller-chosen `taskId`s) reject with
    * a DuplicateTaskError after the others were enqueued; its `details.handles` lists those.
@@ -180,7 +192,7 @@ export class FlotillaClient {
           throw new ValidationError("input", [{ path: "input", message: `payload is over ${this.maxPayloadBytes} bytes` }]);
         }
         const runAt = opts.runAt ?? (opts.delayMs === undefined ? undefined : now + opts.delayMs);
-        return { taskId: opts.taskId ?? newId(), agent: spec.name, payload, runAt, opts };
+        return { taskId: taskIdOf(opts.queue, nameFor(opts)), agent: spec.name, payload, runAt, opts };
       } catch (err) {
         if (!(err instanceof ValidationError)) throw err;
         const issues = err.issues.map((issue) => ({ ...issue, path: `items.${i}.${issue.path || err.field}` }));
@@ -189,28 +201,29 @@ export class FlotillaClient {
     });
     const redis = this.conn.redis;
     return withRedis(redis, async () => {
-      for (const queue of new Set(prepared.map((p) => p.opts.queue))) await this.broker.ensureGroup(queue);
-      const creating = redis.pipeline();
-      const replyAt: number[] = [];
-      for (const p of prepared) {
-        replyAt.push(creating.length);
-        this.store.queueCreate(creating, this.newTask(p.taskId, p.agent, p.payload, now, p.runAt, p.opts));
-      }
-      const created = (await creating.exec()) ?? [];
-      const enqueuing = redis.pipeline();
+      const byQueue = new Map<string, number[]>();
+      for (const [i, p] of prepared.entries()) byQueue.set(p.opts.queue, [...(byQueue.get(p.opts.queue) ?? []), i]);
+      for (const queue of byQueue.keys()) await this.knowQueue(queue);
+      const created: boolean[] = new Array(prepared.length).fill(false);
+      await Promise.all(
+        [...byQueue].map(async ([queue, indexes]) => {
+          const tasks = indexes.map((i) => {
+            const p = prepared[i]!;
+            const task = this.newTask(p.taskId, p.agent, p.payload, now, p.runAt, p.opts);
+            return p.opts.taskId === undefined ? task : { ...task, submitId: randomUUID() };
+          });
+          const replies = await this.store.createMany(queue, tasks);
+          indexes.forEach((i, j) => {
+            created[i] = replies[j] === true;
+          });
+        }),
+      );
       const handles: TaskHandle[] = [];
       const taken: string[] = [];
       prepared.forEach((p, i) => {
-        const [err, ok] = created[replyAt[i]!] ?? [];
-        if (err) throw err;
-        if (ok !== 1) {
-          taken.push(p.taskId);
-          return;
-        }
-        this.broker.queueEnqueue(enqueuing, p.opts.queue, p.taskId, p.opts.priority, p.runAt);
-        handles.push(new TaskHandle(this.ctx, p.taskId));
+        if (created[i]) handles.push(new TaskHandle(this.ctx, p.taskId));
+        else taken.push(p.taskId);
       });
-      for (const [err] of (await enqueuing.exec()) ?? []) if (err) throw err;
       if (taken.length) {
         const error = new DuplicateTaskError(taken[0]!);
         Object.assign(error, { details: { taken, handles } });
@@ -276,11 +289,11 @@ export class FlotillaClient {
       if (!letter.taskId) {
         throw new FlotillaError(ErrorCodes.VALIDATION, `dead letter ${deadLetterId} is a malformed entry with no task to re-queue`);
       }
-      const revived = await this.store.requeue(letter.taskId);
-      if (!revived.ok) {
+      const revived = await this.store.requeueDeadLetter({ ...letter, taskId: letter.taskId });
+      if (revived.outcome === "gone") throw new FlotillaError(ErrorCodes.TASK_NOT_FOUND, `no dead letter ${deadLetterId} in queue "${q}"`);
+      if (revived.outcome === "refused") {
         throw new FlotillaError(ErrorCodes.VALIDATION, `task ${letter.taskId} is ${revived.status ?? "gone"}; only FAILED tasks can be re-queued`);
       }
-      await this.broker.requeueDeadLetter(letter);
       return new TaskHandle(this.ctx, letter.taskId);
     });
   }
@@ -296,6 +309,8 @@ export class FlotillaClient {
     this.closed = true;
     const hub = this.hubPromise;
     this.hubPromise = undefined;
+    await this.feed?.close();
+    this.feed = undefined;
     if (hub) await (await hub.catch(() => undefined))?.close();
     await closeRedis(this.conn);
   }
@@ -313,6 +328,19 @@ export class FlotillaClient {
   private assertOpen(): void {
     if (this.closed) throw new FlotillaError(ErrorCodes.CLOSED, "this FlotillaClient is closed");
   }
+}
+
+/** The task's name in its queue: the caller's `taskId` (a name, or `<queue>/<name>` of this queue), else a new id. */
+function nameFor(opts: ResolvedSubmitOptions): string {
+  if (opts.taskId === undefined) return newId();
+  const slash = opts.taskId.indexOf("/");
+  if (slash < 0) return opts.taskId;
+  if (opts.taskId.slice(0, slash) !== opts.queue) {
+    throw new ValidationError("options", [
+      { path: "taskId", message: `task id "${opts.taskId}" names queue "${opts.taskId.slice(0, slash)}", but the task is submitted to "${opts.queue}"` },
+    ]);
+  }
+  return opts.taskId.slice(slash + 1);
 }
 
 function serialise(agent: AgentLike): unknown {

@@ -1,5 +1,6 @@
 import type { Broker } from "@flotilla/broker";
 import type { Keys, Retention, SubscriberHub } from "@flotilla/core";
+import type { StatusFeed } from "@flotilla/events";
 import type { TaskStore } from "@flotilla/store";
 import type { Redis } from "ioredis";
 
@@ -12,4 +13,6 @@ export interface ClientContext {
   broker: Broker;
   /** The shared subscriber connection, opened on first use. */
   hub(): Promise<SubscriberHub>;
+  /** Status events of awaited tasks, one subscription per queue, opened on first use. */
+  statusFeed(): Promise<StatusFeed>;
 }

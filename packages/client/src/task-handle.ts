@@ -10,7 +10,7 @@ import {
   WaitTimeoutError,
   withRedis,
 } from "@flotilla/core";
-import { type FlotillaEvent, streamEvents } from "@flotilla/events";
+import { type FlotillaEvent, isTerminalEvent, type StatusEvent, streamEvents } from "@flotilla/events";
 import type { ClientContext } from "./context.ts";
 
 export interface ResultOptions {
@@ -49,8 +49,18 @@ export class TaskHandle {
   async result(options: ResultOptions = {}): Promise<JsonValue> {
     const ctx = this.ctx;
     const hub = await ctx.hub();
+    const feed = await ctx.statusFeed();
     let wake: () => void = () => {};
-    const unsubscribe = await withRedis(ctx.redis, () => hub.subscribe(ctx.keys.doneChannel(this.taskId), () => wake()));
+    let ended: StatusEvent | undefined;
+    const unwatch = await withRedis(ctx.redis, () =>
+      feed.watch(this.taskId, (event) => {
+        if (!event) return wake();
+        if (isTerminalEvent(event)) {
+          ended = event;
+          wake();
+        }
+      }),
+    );
     // After a reconnect the notification may have been missed: look again.
     const stopReconnect = hub.onReconnect(() => wake());
     const { timeoutMs, signal } = options;
@@ -68,6 +78,8 @@ export class TaskHandle {
         const woken = new Promise<"woken">((resolve) => {
           wake = () => resolve("woken");
         });
+        // The terminal event carries the outcome: no need to read the record again.
+        if (ended) return settleEvent(this.taskId, ended);
         let record: TaskResult;
         try {
           record = await this.status();
@@ -88,7 +100,7 @@ export class TaskHandle {
     } finally {
       clearTimeout(timer);
       stopReconnect();
-      await unsubscribe();
+      unwatch();
     }
   }
 
@@ -99,20 +111,7 @@ export class TaskHandle {
   async *stream(options: StreamOptions = {}): AsyncGenerator<FlotillaEvent, void, undefined> {
     const ctx = this.ctx;
     const hub = await ctx.hub();
-    yield* streamEvents(
-      {
-        redis: ctx.redis,
-        hub,
-        keys: ctx.keys,
-        taskState: async (id) => {
-          const record = await ctx.store.get(id);
-          if (!record) return "missing";
-          return isTerminal(record.status) ? "terminal" : "active";
-        },
-      },
-      this.taskId,
-      options,
-    );
+    yield* streamEvents({ redis: ctx.redis, hub, keys: ctx.keys, statusFeed: await ctx.statusFeed() }, this.taskId, options);
   }
 
   /**
@@ -126,6 +125,13 @@ export class TaskHandle {
     if (outcome.outcome === "missing") throw new TaskNotFoundError(this.taskId);
     return outcome;
   }
+}
+
+function settleEvent(taskId: string, event: StatusEvent): JsonValue {
+  const error = event.error ?? { message: event.status, code: event.status.toUpperCase() };
+  if (event.status === "failed") throw new TaskFailedError(taskId, error);
+  if (event.status === "cancelled") throw new TaskCancelledError(taskId, error);
+  return (event.result ?? null) as JsonValue;
 }
 
 function settle(record: TaskResult): JsonValue {

@@ -1,4 +1,5 @@
 import { Agent } from "@flotilla/agent";
+import { createKeys } from "@flotilla/core";
 import { waitFor } from "@flotilla/tooling/test-utils";
 import { describe, expect, it } from "vitest";
 import {
@@ -113,9 +114,11 @@ describe("FlotillaClient", () => {
     const replay = await collect(elsewhere.stream());
     expect(replay.map((e) => e.seq)).toEqual(replay.map((_, i) => i + 1));
     expect(replay.at(-1)).toMatchObject({ status: "completed" });
-    await expect(env.client().handle("unknown-task").status()).rejects.toBeInstanceOf(TaskNotFoundError);
-    await expect(env.client().handle("unknown-task").cancel()).rejects.toBeInstanceOf(TaskNotFoundError);
-    expect(() => env.client().handle("bad id")).toThrow(ValidationError);
+    expect(handle.taskId.startsWith("default/")).toBe(true);
+    await expect(env.client().handle("default/unknown-task").status()).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(env.client().handle("default/unknown-task").cancel()).rejects.toBeInstanceOf(TaskNotFoundError);
+    expect(() => env.client().handle("default/bad id")).toThrow(ValidationError);
+    expect(() => env.client().handle("no-queue-part")).toThrow(ValidationError);
   });
 
   it("keeps only status and text events (and the result) unless detailed", async () => {
@@ -143,8 +146,9 @@ describe("FlotillaClient", () => {
     await env.worker();
     const handle = await env.client().submit(echo(), "ttl");
     await handle.result();
-    expect(await env.admin.pttl(`${env.prefix}:task:{${handle.taskId}}`)).toBeGreaterThan(0);
-    expect(await env.admin.pttl(`${env.prefix}:stream:{${handle.taskId}}`)).toBeGreaterThan(0);
+    const keys = createKeys(env.prefix);
+    expect(await env.admin.pttl(keys.task(handle.taskId))).toBeGreaterThan(0);
+    expect(await env.admin.pttl(keys.events(handle.taskId))).toBeGreaterThan(0);
   });
 
   it("shows the fleet", async () => {

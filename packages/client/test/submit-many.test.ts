@@ -39,7 +39,7 @@ describe("submitMany", () => {
       ])
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DuplicateTaskError);
-    expect((err as DuplicateTaskError).details).toMatchObject({ taken: ["taken"] });
+    expect((err as DuplicateTaskError).details).toMatchObject({ taken: ["dupes/taken"] });
     expect(await env.admin.xlen(`${env.prefix}:queue:{dupes}`)).toBe(2);
   });
 });

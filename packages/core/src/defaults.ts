@@ -1,14 +1,12 @@
-/** How long Flotilla keeps what it writes. Every key it creates expires or is trimmed. */
+/** How long Flotilla keeps what it writes. A waiting task is kept until it runs; everything else expires or is trimmed. */
 export interface RetentionOptions {
   /** Task records expire this long after they end. @default 86_400_000 (24 h) */
   recordTtlMs?: number;
-  /** A task still waiting in its queue expires after this long. @default 604_800_000 (7 days) */
-  pendingTtlMs?: number;
   /** A task's event stream expires this long after its last event. @default 3_600_000 (1 h) */
   eventTtlMs?: number;
   /** A task's event stream keeps about this many events (approximate trim). @default 10_000 */
   eventMaxLen?: number;
-  /** The task index keeps at most this many ids (oldest trimmed first). @default 1_000_000 */
+  /** Each queue's task index keeps at most about this many ids (oldest trimmed first). @default 1_000_000 */
   indexMaxSize?: number;
 }
 
@@ -16,7 +14,6 @@ export type Retention = Required<RetentionOptions>;
 
 export const DEFAULT_RETENTION: Retention = {
   recordTtlMs: 86_400_000,
-  pendingTtlMs: 604_800_000,
   eventTtlMs: 3_600_000,
   eventMaxLen: 10_000,
   indexMaxSize: 1_000_000,

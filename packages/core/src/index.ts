@@ -1,3 +1,4 @@
+export * from "./defaults.ts";
 export * from "./errors.ts";
 export * from "./ids.ts";
 export * from "./keys.ts";
@@ -5,4 +6,3 @@ export * from "./lua.ts";
 export * from "./redis.ts";
 export * from "./schemas.ts";
 export * from "./subscriber-hub.ts";
-export * from "./defaults.ts";

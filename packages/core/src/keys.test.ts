@@ -21,26 +21,39 @@ describe("keys", () => {
   const k = createKeys("acme");
 
   it("puts every key under the prefix", () => {
-    for (const key of [k.task("t1"), k.events("t1"), k.queue("q"), k.deadLetters("q"), k.taskIndex(), k.workers(), k.worker("w")]) {
+    for (const key of [k.task("q/t1"), k.events("q/t1"), k.queue("q"), k.deadLetters("q"), k.taskIndex("q"), k.queues(), k.workers(), k.worker("w")]) {
       expect(key.startsWith("acme:")).toBe(true);
     }
   });
 
-  it("keeps a task's keys in one cluster slot, and a queue's keys in another", () => {
-    expect(new Set([k.task("t1"), k.events("t1")].map(slot)).size).toBe(1);
-    expect(new Set([k.queue("q"), k.deadLetters("q")].map(slot)).size).toBe(1);
+  it("keeps a queue's keys and its tasks' keys in one cluster slot", () => {
+    const queueKeys = [
+      k.task("q/t1"),
+      k.task("q/t2"),
+      k.events("q/t1"),
+      `${k.taskBase("q")}t3`,
+      k.queue("q"),
+      k.lane("q", "high"),
+      k.delayed("q", "low"),
+      k.deadLetters("q"),
+      k.taskIndex("q"),
+      k.batch("q", "b1"),
+    ];
+    expect(new Set(queueKeys.map(slot)).size).toBe(1);
+    expect(k.task("q/t3")).toBe(`${k.taskBase("q")}t3`);
     expect(new Set([k.workers(), k.worker("w1"), k.worker("w2")].map(slot)).size).toBe(1);
-    expect(slot(k.task("t1"))).not.toBe(slot(k.task("t2")));
+    expect(slot(k.task("q/t1"))).not.toBe(slot(k.task("other/t1")));
   });
 
   it("refuses ids that would break a hash tag", () => {
-    expect(() => k.task("a}b")).toThrow(/invalid task id/);
+    expect(() => k.task("q/a}b")).toThrow(/invalid task id/);
+    expect(() => k.task("no-queue")).toThrow(/<queue>\/<name>/);
     expect(() => k.queue("")).toThrow();
     expect(() => createKeys("bad{prefix")).toThrow(ValidationError);
     expect(() => createKeys("bad{prefix")).toThrow(/key prefix/);
   });
 
   it("defaults the prefix to flotilla", () => {
-    expect(createKeys().task("x")).toBe("flotilla:task:{x}");
+    expect(createKeys().task("default/x")).toBe("flotilla:task:{default}:x");
   });
 });

@@ -5,21 +5,45 @@ import { type Priority, SAFE_ID } from "./schemas.ts";
 /** The consumer group every worker of a queue reads through. */
 export const CONSUMER_GROUP = "flotilla";
 
+/** A task id split into its queue and its name within that queue. */
+export interface TaskRef {
+  queue: string;
+  name: string;
+}
+
+const TASK_ID = /^([A-Za-z0-9_.:-]{1,64})\/([A-Za-z0-9_.:-]{1,128})$/;
+
+/** Splits `<queue>/<name>`; a malformed id is a ValidationError. */
+export function splitTaskId(taskId: string): TaskRef {
+  const m = TASK_ID.exec(taskId);
+  if (!m) {
+    throw new ValidationError("task id", [{ path: "taskId", message: `invalid task id "${taskId}": expected <queue>/<name>` }]);
+  }
+  return { queue: m[1]!, name: m[2]! };
+}
+
+export const taskIdOf = (queue: string, name: string): string => `${queue}/${name}`;
+
 /**
  * Every Redis key and channel Flotilla uses, built from one prefix.
- * The part in `{…}` is the Redis Cluster hash tag: keys of one task share a slot, as do keys of one
- * queue, so each Lua script touches a single slot. See the key table in the package README.
+ * The part in `{…}` is the Redis Cluster hash tag. A task's keys carry its queue's tag (a task id
+ * is `<queue>/<name>`), so one script can create, enqueue, claim, start, finish and acknowledge
+ * whole batches of a queue's tasks in a single slot. See the key table in the package README.
  */
 export interface Keys {
   readonly prefix: string;
-  /** Hash: the task record. */
+  /** Hash: the task record (its status events are kept in its `log` field). */
   task(taskId: string): string;
-  /** Stream: the task's events, for replay. */
+  /** What `task()` puts before a task's name, for scripts that build task keys of one queue. */
+  taskBase(queue: string): string;
+  /** Stream: the task's events other than status changes, for replay (created by the first such event). */
   events(taskId: string): string;
-  /** Pub/Sub: the task's events, live (JSON arrays of events). */
+  /** What `events()` puts before a task's name. */
+  eventsBase(queue: string): string;
+  /** Pub/Sub: the task's events other than status changes, live (JSON arrays of events). */
   eventsChannel(taskId: string): string;
-  /** Pub/Sub: the task's terminal status, for `result()` waiters. */
-  doneChannel(taskId: string): string;
+  /** Pub/Sub: status events of every task of a queue (JSON arrays, one message per script call). */
+  statusChannel(queue: string): string;
   /** Pub/Sub: cancel requests for running tasks, one channel for the whole fleet. */
   cancelChannel(): string;
   /** Stream: the queue's normal-priority lane, which workers claim from through the consumer group. */
@@ -28,18 +52,21 @@ export interface Keys {
   lane(queue: string, priority: Priority): string;
   /** Stream: entries of the queue that could not be run, with the reason. */
   deadLetters(queue: string): string;
-  /** Sorted set: task ids of one lane waiting for a later attempt or a scheduled start, scored by due time. */
+  /** Sorted set: task names of one lane waiting for a later attempt or a scheduled start, scored by due time. */
   delayed(queue: string, priority?: Priority): string;
+  /** Sorted set: the queue's task names by creation time, for listing. */
+  taskIndex(queue: string): string;
+  /** String: what a batch script call did (a submit, a claim), so a resend after a lost reply does not do it twice. */
+  batch(queue: string, batchId: string): string;
+  /** Set: every queue a task was submitted to, for listing across queues. */
+  queues(): string;
   /** String: the task id an idempotency key was first used for (the key is hashed; TTL = its window). */
   idempotency(key: string): string;
-  /** Sorted set: task ids by creation time, for listing. */
-  taskIndex(): string;
   /** Sorted set: worker ids by last heartbeat. */
   workers(): string;
   /** String (JSON): one worker's heartbeat record. */
   worker(workerId: string): string;
 }
-
 
 export function createKeys(prefix = "flotilla"): Keys {
   if (!prefix || /[{}\s]/.test(prefix)) {
@@ -51,19 +78,27 @@ export function createKeys(prefix = "flotilla"): Keys {
     if (!SAFE_ID.test(id)) throw invalid(kind, id);
     return `${prefix}:${kind}:{${id}}`;
   };
+  const ofTask = (kind: string, taskId: string) => {
+    const { queue, name } = splitTaskId(taskId);
+    return `${prefix}:${kind}:{${queue}}:${name}`;
+  };
   return {
     prefix,
-    task: (id) => tagged("task", id),
-    events: (id) => tagged("stream", id),
-    eventsChannel: (id) => tagged("events", id),
-    doneChannel: (id) => tagged("done", id),
+    task: (id) => ofTask("task", id),
+    taskBase: (q) => `${tagged("task", q)}:`,
+    events: (id) => ofTask("stream", id),
+    eventsBase: (q) => `${tagged("stream", q)}:`,
+    eventsChannel: (id) => ofTask("events", id),
+    statusChannel: (q) => tagged("status", q),
     cancelChannel: () => `${prefix}:cancel`,
     queue: (q) => tagged("queue", q),
     deadLetters: (q) => `${tagged("queue", q)}:dead`,
     lane: (q, p) => (p === "normal" ? tagged("queue", q) : `${tagged("queue", q)}:${p}`),
     delayed: (q, p = "normal") => `${tagged("queue", q)}:delayed${p === "normal" ? "" : `:${p}`}`,
+    taskIndex: (q) => `${tagged("queue", q)}:tasks`,
+    batch: (q, id) => `${tagged("queue", q)}:batch:${id}`,
+    queues: () => `${prefix}:queues`,
     idempotency: (key) => `${prefix}:idem:{${createHash("sha1").update(key).digest("hex")}}`,
-    taskIndex: () => `${prefix}:{index}:tasks`,
     workers: () => `${prefix}:{health}:workers`,
     worker: (id) => {
       if (!SAFE_ID.test(id)) throw invalid("worker", id);

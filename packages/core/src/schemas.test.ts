@@ -27,7 +27,7 @@ describe("schemas", () => {
   it("reads a record back with types, and reports a corrupt one", () => {
     const record = parseTaskRecord(
       {
-        taskId: "t",
+        taskId: "q/t",
         queue: "q",
         status: "COMPLETED",
         agent: "a",
@@ -38,11 +38,11 @@ describe("schemas", () => {
         result: '{"ok":true}',
         error: '{"message":"m","code":"C"}',
       },
-      "t",
+      "q/t",
     );
     expect(record).toMatchObject({ attempt: 1, result: { ok: true }, detailed: false, error: { code: "C" } });
     expect(parseTaskRecord({}, "t")).toBeUndefined();
-    expect(() => parseTaskRecord({ taskId: "t", status: "WEIRD" }, "t")).toThrow(CorruptRecordError);
+    expect(() => parseTaskRecord({ taskId: "q/t", status: "WEIRD" }, "t")).toThrow(CorruptRecordError);
   });
 });
 

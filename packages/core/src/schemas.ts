@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CorruptRecordError, type ValidationIssue, ValidationError } from "./errors.ts";
+import { CorruptRecordError, ValidationError, type ValidationIssue } from "./errors.ts";
 
 export const TaskStatusSchema = z.enum(["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "RETRYING"]);
 export type TaskStatus = z.infer<typeof TaskStatusSchema>;
@@ -8,8 +8,19 @@ export const isTerminal = (status: TaskStatus): boolean => TERMINAL_STATUSES.has
 
 // Ids end up inside Redis keys and hash tags: no braces, no spaces.
 export const SAFE_ID = /^[A-Za-z0-9_.:-]+$/;
-export const TaskIdSchema = z.string().min(1).max(128).regex(SAFE_ID, "use letters, digits and _ . : - only");
 export const QueueNameSchema = z.string().min(1).max(64).regex(SAFE_ID, "use letters, digits and _ . : - only");
+/** A task's name within its queue. */
+export const TaskNameSchema = z.string().min(1).max(128).regex(SAFE_ID, "use letters, digits and _ . : - only");
+/** A task's id: `<queue>/<name>`. The queue part keeps a task's keys in its queue's cluster slot. */
+export const TaskIdSchema = z
+  .string()
+  .max(193)
+  .regex(/^[A-Za-z0-9_.:-]{1,64}\/[A-Za-z0-9_.:-]{1,128}$/, "a task id is <queue>/<name>: letters, digits and _ . : - on each side");
+/** What `taskId` accepts at submit: a name, or a whole id whose queue part is the submit's queue. */
+export const TaskIdOptionSchema = z
+  .string()
+  .max(193)
+  .regex(/^([A-Za-z0-9_.:-]{1,64}\/)?[A-Za-z0-9_.:-]{1,128}$/, "use letters, digits and _ . : - only (optionally <queue>/<name>)");
 
 export const JsonValueSchema = z.json();
 
@@ -89,7 +100,8 @@ export const SubmitOptionsSchema = z
     runAt: z.union([z.date().transform((d) => d.getTime()), z.number().int().min(0)]).optional(),
     metadata: z.record(z.string(), JsonValueSchema).default({}),
     detailed: z.boolean().default(false),
-    taskId: TaskIdSchema.optional(),
+    /** The task's name within its queue (or its whole `<queue>/<name>` id). @default a new time-ordered id */
+    taskId: TaskIdOptionSchema.optional(),
     /** A second submit with the same key within its window returns the first task's handle. */
     idempotencyKey: z.string().min(1).max(512).optional(),
     /** How long an idempotency key holds. @default 86_400_000 (24 h) */
@@ -127,7 +139,7 @@ export const TaskRecordSchema = z.object({
   queue: QueueNameSchema,
   status: TaskStatusSchema,
   agent: z.string(),
-  attempt: num.min(0),
+  attempt: num.min(0).default(0),
   workerId: z.string().optional(),
   createdAt: num,
   startedAt: num.optional(),
@@ -141,7 +153,7 @@ export const TaskRecordSchema = z.object({
   runAt: num.optional(),
   priority: PrioritySchema.default("normal"),
   timeoutMs: num.optional(),
-  detailed: z.enum(["0", "1"]).transform((v) => v === "1"),
+  detailed: z.enum(["0", "1"]).default("0").transform((v) => v === "1"),
   metadata: jsonText.pipe(z.record(z.string(), JsonValueSchema)).default({}),
   cancelRequestedAt: num.optional(),
   cancelReason: z.string().optional(),

@@ -2,25 +2,17 @@ import { createKeys, DEFAULT_RETENTION, openRedis, SubscriberHub, TaskNotFoundEr
 import { TaskStore } from "@flotilla/store";
 import { cleanupPrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/tooling/test-utils";
 import { afterAll, describe, expect, it } from "vitest";
-import { type EventSource, streamEvents } from "./event-stream.ts";
+import { type EventSource, readEvents, streamEvents } from "./event-stream.ts";
 import { EventPublisher } from "./publisher.ts";
 import type { FlotillaEvent } from "./schema.ts";
+import { StatusFeed } from "./status-feed.ts";
 
 const redis = testRedis();
 const prefix = testPrefix("events");
 const keys = createKeys(prefix);
 const store = new TaskStore(redis, keys, DEFAULT_RETENTION);
 const hubs: SubscriberHub[] = [];
-const source = (hub: SubscriberHub): EventSource => ({
-  redis,
-  hub,
-  keys,
-  async taskState(id) {
-    const r = await store.get(id);
-    if (!r) return "missing";
-    return ["COMPLETED", "FAILED", "CANCELLED"].includes(r.status) ? "terminal" : "active";
-  },
-});
+const source = (hub: SubscriberHub): EventSource => ({ redis, hub, keys, statusFeed: new StatusFeed(hub, keys) });
 const newHub = (name?: string) => {
   const url = new URL(redisUrl());
   const hub = new SubscriberHub(
@@ -37,7 +29,7 @@ afterAll(async () => {
 
 let n = 0;
 async function runningTask(detailed = true) {
-  const taskId = `task${++n}`;
+  const taskId = `q/task${++n}`;
   await store.create({ taskId, queue: "q", agent: "a", payload: "{}", createdAt: Date.now(), detailed, maxRetries: 0, metadata: {} });
   const start = await store.start(taskId, "w");
   if (start.kind !== "run") throw new Error("not started");
@@ -116,7 +108,7 @@ describe("streamEvents", () => {
   });
 
   it("throws TaskNotFoundError for a task that does not exist", async () => {
-    await expect(collect(streamEvents(source(newHub()), "never-was"))).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(collect(streamEvents(source(newHub()), "q/never-was"))).rejects.toBeInstanceOf(TaskNotFoundError);
   });
 
   it("stops when the signal aborts", async () => {
@@ -159,8 +151,13 @@ describe("EventPublisher", () => {
     await publisher.flush();
     expect(publisher.isStale).toBe(true);
     expect(stale).toBe(1);
-    const rows = await redis.xrange(keys.events(taskId), "-", "+");
-    expect(rows.map(([, f]) => JSON.parse(f[1]!).type)).toEqual(["status", "status"]);
+    const { events } = await readEvents(redis, keys, taskId);
+    expect(events.map((e) => [e.type, e.seq])).toEqual([
+      ["status", 1],
+      ["status", 2],
+    ]);
+    // Nothing but status events: the task never got an event stream.
+    expect(await redis.exists(keys.events(taskId))).toBe(0);
   });
 });
 
@@ -174,6 +171,7 @@ describe("publish.lua under a resent batch", () => {
     expect(await script.run(redis, k, [1, 1000, 60_000, "1:1", body])).toBe(2);
     expect(await script.run(redis, k, [1, 1000, 60_000, "1:1", body])).toBe(2);
     expect(await script.run(redis, k, [1, 1000, 60_000, "1:2", body])).toBe(3);
-    expect(await redis.xlen(keys.events(taskId))).toBe(3);
+    // The running event (seq 1) lives in the record; the stream holds the two batches.
+    expect(await redis.xlen(keys.events(taskId))).toBe(2);
   });
 });

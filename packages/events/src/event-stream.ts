@@ -9,6 +9,7 @@ import {
 } from "@flotilla/core";
 import type { Redis } from "ioredis";
 import { type FlotillaEvent, FlotillaEventSchema, isTerminalEvent } from "./schema.ts";
+import type { StatusFeed } from "./status-feed.ts";
 
 export interface StreamEventsOptions {
   /** Yield only events with a seq greater than this (resume after the last one seen). @default 0 */
@@ -23,8 +24,8 @@ export interface EventSource {
   redis: Redis;
   hub: SubscriberHub;
   keys: Keys;
-  /** Whether the task exists and has ended; used when its event stream has expired. */
-  taskState(taskId: string): Promise<"missing" | "active" | "terminal">;
+  /** Status events, which travel on their queue's channel. */
+  statusFeed: StatusFeed;
 }
 
 export function parseEvent(raw: unknown, taskId: string): FlotillaEvent {
@@ -35,12 +36,12 @@ export function parseEvent(raw: unknown, taskId: string): FlotillaEvent {
   return parsed.data;
 }
 
-/** XRANGE that rides out a dropped connection or a Redis restart for up to 30 s. */
-async function readRange(redis: Redis, key: string, from: string, count: number, signal: AbortSignal | undefined) {
+/** Runs a read, riding out a dropped connection or a Redis restart for up to 30 s. */
+async function patiently<T>(redis: Redis, read: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   const giveUpAt = Date.now() + 30_000;
   for (;;) {
     try {
-      return await redis.xrange(key, from, "+", "COUNT", count);
+      return await read();
     } catch (err) {
       if (!isConnectionFailure(err) || Date.now() > giveUpAt || signal?.aborted) throw translateRedisError(redis, err);
       await new Promise((r) => setTimeout(r, 250));
@@ -48,13 +49,75 @@ async function readRange(redis: Redis, key: string, from: string, count: number,
   }
 }
 
+export interface StoredEvents {
+  /** Every event after `after` still kept, in seq order. */
+  events: FlotillaEvent[];
+  /** Whether the task's record exists. */
+  exists: boolean;
+  /** The task has ended. */
+  terminal: boolean;
+}
+
 /**
- * Yields a task's events in seq order: first what the stream holds, then live from Pub/Sub,
- * ending after the terminal status event.
+ * Reads a task's stored events after `after`: its status events from its record (with the result
+ * put back on the `completed` one) merged with the rest from its event stream.
+ */
+export async function readEvents(
+  redis: Redis,
+  keys: Keys,
+  taskId: string,
+  options: { after?: number; pageSize?: number; signal?: AbortSignal } = {},
+): Promise<StoredEvents> {
+  const after = options.after ?? 0;
+  const pageSize = options.pageSize ?? 1000;
+  const taskKey = keys.task(taskId);
+  const streamKey = keys.events(taskId);
+  const [record, first] = await patiently(
+    redis,
+    async () => {
+      const replies = (await redis.pipeline().hmget(taskKey, "status", "log", "result").xrange(streamKey, `(0-${after}`, "+", "COUNT", pageSize).exec()) ?? [];
+      for (const [err] of replies) if (err) throw err;
+      return [replies[0]![1] as Array<string | null>, replies[1]![1] as Array<[string, string[]]>] as const;
+    },
+    options.signal,
+  );
+  const [status, log, result] = record;
+  const events: FlotillaEvent[] = [];
+  if (log) {
+    let raws: unknown;
+    try {
+      raws = JSON.parse(`[${log}]`);
+    } catch {
+      throw new CorruptRecordError(`status log of task ${taskId}`, "not JSON");
+    }
+    for (const raw of raws as Array<Record<string, unknown>>) {
+      if (typeof raw?.seq !== "number" || raw.seq <= after) continue;
+      if (raw.status === "completed" && result != null) raw.result = JSON.parse(result) as unknown;
+      events.push(parseEvent(raw, taskId));
+    }
+  }
+  let rows = first;
+  for (;;) {
+    let from = "";
+    for (const [id, fields] of rows) {
+      events.push(parseEvent(JSON.parse(fields[1] ?? "null"), taskId));
+      from = `(${id}`;
+    }
+    if (rows.length < pageSize) break;
+    rows = await patiently(redis, () => redis.xrange(streamKey, from, "+", "COUNT", pageSize), options.signal);
+  }
+  events.sort((a, b) => a.seq - b.seq);
+  return { events, exists: status != null, terminal: status === "COMPLETED" || status === "FAILED" || status === "CANCELLED" };
+}
+
+/**
+ * Yields a task's events in seq order: first what is stored, then live from Pub/Sub, ending after
+ * the terminal status event.
  *
- * No gap and no duplicate: the channel is subscribed *before* the replay is read; live events at
- * or below the last replayed seq are dropped; a live event that skips a seq (a message lost to a
- * reconnect) triggers a catch-up read from the stream, as does every reconnect.
+ * No gap and no duplicate: the task's channel and its queue's status channel are subscribed
+ * *before* the stored events are read; live events at or below the last replayed seq are dropped;
+ * a live event that skips a seq (a message lost to a reconnect) triggers a catch-up read, as does
+ * every reconnect.
  */
 export async function* streamEvents(
   source: EventSource,
@@ -62,7 +125,6 @@ export async function* streamEvents(
   options: StreamEventsOptions = {},
 ): AsyncGenerator<FlotillaEvent, void, undefined> {
   const { redis, hub, keys } = source;
-  const streamKey = keys.events(taskId);
   const pageSize = options.pageSize ?? 1000;
   const signal = options.signal;
   let last = options.after ?? 0;
@@ -93,53 +155,36 @@ export async function* streamEvents(
     notify();
   });
   let unsubscribe: Unsubscribe | undefined;
+  let unwatch: (() => void) | undefined;
   try {
     unsubscribe = await hub.subscribe(keys.eventsChannel(taskId), onMessage);
+    unwatch = await source.statusFeed.watch(taskId, (event) => {
+      if (event) live.push(event);
+      else needCatchUp = true;
+      notify();
+    });
 
-    // Reads everything after `last` from the stream; returns the events in order.
-    const catchUp = async (): Promise<FlotillaEvent[]> => {
-      const out: FlotillaEvent[] = [];
-      let from = `(0-${last}`;
-      for (;;) {
-        const rows = await readRange(redis, streamKey, from, pageSize, signal);
-        for (const [id, fields] of rows) {
-          out.push(parseEvent(JSON.parse(fields[1] ?? "null"), taskId));
-          from = `(${id}`;
-        }
-        if (rows.length < pageSize) return out;
-      }
-    };
+    const catchUp = async () => readEvents(redis, keys, taskId, { after: last, pageSize, signal });
 
-    let sawAny = false;
     const replay = await catchUp();
-    for (const event of replay) {
+    if (!replay.exists && replay.events.length === 0) throw new TaskNotFoundError(taskId);
+    for (const event of replay.events) {
       if (event.seq <= last) continue;
       last = event.seq;
-      sawAny = true;
       yield event;
       if (isTerminalEvent(event)) return;
     }
-    // Nothing terminal in the stream: the task may be unknown, or ended long enough ago that its
-    // events expired.
-    const state = await source.taskState(taskId);
-    if (state === "missing" && !sawAny) throw new TaskNotFoundError(taskId);
-    if (state === "terminal") {
-      // Its terminal event is either in the stream now (published since our read) or gone.
-      for (const event of await catchUp()) {
-        if (event.seq <= last) continue;
-        last = event.seq;
-        yield event;
-        if (isTerminalEvent(event)) return;
-      }
-      return;
-    }
+    // Ended, and its terminal event is gone (the record expired between the reads).
+    if (replay.terminal || !replay.exists) return;
 
     for (;;) {
       if (signal?.aborted) return;
       if (failure) throw failure;
       if (needCatchUp) {
         needCatchUp = false;
-        live = [...(await catchUp()), ...live];
+        const caught = await catchUp();
+        if (!caught.exists && caught.events.length === 0) return;
+        live = [...caught.events, ...live];
       }
       if (live.length === 0) {
         await new Promise<void>((resolve) => {
@@ -148,14 +193,15 @@ export async function* streamEvents(
         });
         continue;
       }
-      const pending = live;
+      // Two channels feed `live`; order by seq before checking for gaps.
+      const pending = live.sort((a, b) => a.seq - b.seq);
       live = [];
       for (let i = 0; i < pending.length; i++) {
         const event = pending[i]!;
         if (event.seq <= last) continue;
         if (event.seq > last + 1) {
-          // A gap: fetch what is missing from the stream, then carry on with the rest.
-          const filled = await catchUp();
+          // A gap: fetch what is missing, then carry on with the rest.
+          const filled = (await catchUp()).events;
           // Trimmed from the stream too: nothing can fill it, so move past it.
           if (!filled.some((e) => e.seq === last + 1)) last = event.seq - 1;
           live = [...filled, ...pending.slice(i), ...live];
@@ -169,6 +215,7 @@ export async function* streamEvents(
   } finally {
     signal?.removeEventListener("abort", onAbort);
     stopReconnect();
+    unwatch?.();
     await unsubscribe?.();
   }
 }

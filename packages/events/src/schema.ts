@@ -28,6 +28,8 @@ export const StatusEventSchema = z.object({
   type: z.literal("status"),
   status: EventStatusSchema,
   workerId: z.string().optional(),
+  /** On a `running` event of a task reclaimed after its lease lapsed: the worker that held it before. */
+  takenOverFrom: z.string().optional(),
   result: JsonValueSchema.optional(),
   error: TaskErrorSchema.optional(),
 });

@@ -7,6 +7,8 @@ const redis = testRedis();
 const prefix = testPrefix("store");
 const keys = createKeys(prefix);
 const store = new TaskStore(redis, keys, DEFAULT_RETENTION);
+/** The status events a task's record keeps. */
+const statusLog = async (taskId: string) => JSON.parse(`[${(await redis.hget(keys.task(taskId), "log")) ?? ""}]`) as Array<Record<string, unknown>>;
 afterAll(async () => {
   await cleanupPrefix(redis, prefix);
   await redis.quit();
@@ -14,7 +16,7 @@ afterAll(async () => {
 
 let n = 0;
 const task = (over: Partial<NewTask> = {}): NewTask => ({
-  taskId: `t${++n}`,
+  taskId: `q/t${++n}`,
   queue: "q",
   agent: "a",
   payload: "{}",
@@ -31,7 +33,9 @@ describe("TaskStore", () => {
     expect(await store.create(t)).toBe(true);
     expect(await store.create(t)).toBe(false);
     expect(await store.get(t.taskId)).toMatchObject({ status: "PENDING", attempt: 0, queue: "q" });
-    expect(await redis.pttl(keys.task(t.taskId))).toBeGreaterThan(0);
+    // A waiting task is kept until it runs; its entry is in its lane.
+    expect(await redis.pttl(keys.task(t.taskId))).toBe(-1);
+    expect(await redis.xlen(keys.queue("q"))).toBeGreaterThan(0);
   });
 
   it("never lets a late writer overwrite a terminal status or resurrect the task", async () => {
@@ -42,6 +46,7 @@ describe("TaskStore", () => {
     expect(await store.finish(t.taskId, { attempt: 1, status: "COMPLETED", agent: "a", result: 42 })).toEqual({
       ok: true,
       status: "COMPLETED",
+      deadLettered: false,
     });
     // The same worker, a second time, with another outcome:
     expect(await store.finish(t.taskId, { attempt: 1, status: "FAILED", agent: "a", error: { message: "late", code: "X" } })).toEqual({
@@ -54,7 +59,7 @@ describe("TaskStore", () => {
     const record = await store.get(t.taskId);
     expect(record).toMatchObject({ status: "COMPLETED", result: 42, attempt: 1, workerId: "w1" });
     expect(record?.error).toBeUndefined();
-    // Finished records expire after the record TTL, not the pending one.
+    // Finished records expire after the record TTL.
     const ttl = await redis.pttl(keys.task(t.taskId));
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(DEFAULT_RETENTION.recordTtlMs);
@@ -73,20 +78,20 @@ describe("TaskStore", () => {
     await store.create(t);
     await store.start(t.taskId, "w1");
     await store.finish(t.taskId, { attempt: 1, status: "FAILED", agent: "a", error: { message: "boom", code: "AGENT_ERROR" } });
-    const rows = await redis.xrange(keys.events(t.taskId), "-", "+");
-    const events = rows.map(([, f]) => JSON.parse(f[1]!));
+    const events = await statusLog(t.taskId);
     expect(events.map((e) => [e.seq, e.status])).toEqual([
       [1, "running"],
       [2, "failed"],
     ]);
-    expect(events[1].error).toEqual({ message: "boom", code: "AGENT_ERROR" });
-    expect(await redis.pttl(keys.events(t.taskId))).toBeGreaterThan(0);
+    expect(events[1]!.error).toEqual({ message: "boom", code: "AGENT_ERROR" });
+    // Status events live in the record: no event stream is made for them.
+    expect(await redis.exists(keys.events(t.taskId))).toBe(0);
   });
 
   it("says missing for unknown ids", async () => {
-    expect(await store.start("nope", "w")).toMatchObject({ kind: "skip", reason: "missing" });
-    expect(await store.finish("nope", { attempt: 1, status: "COMPLETED", agent: "a" })).toMatchObject({ ok: false, reason: "missing" });
-    expect(await store.get("nope")).toBeUndefined();
+    expect(await store.start("q/nope", "w")).toMatchObject({ kind: "skip", reason: "missing" });
+    expect(await store.finish("q/nope", { attempt: 1, status: "COMPLETED", agent: "a" })).toMatchObject({ ok: false, reason: "missing" });
+    expect(await store.get("q/nope")).toBeUndefined();
   });
 
   it("lists newest first with filters and cursors, dropping expired ids", async () => {
@@ -95,8 +100,11 @@ describe("TaskStore", () => {
     const s2 = new TaskStore(redis, k2, DEFAULT_RETENTION);
     const base = Date.now();
     const ids: string[] = [];
+    await s2.registerQueue("odd");
+    await s2.registerQueue("even");
     for (let i = 0; i < 25; i++) {
-      const t = task({ createdAt: base + Math.floor(i / 5), queue: i % 2 ? "odd" : "even" });
+      const queue = i % 2 ? "odd" : "even";
+      const t = task({ createdAt: base + Math.floor(i / 5), queue, taskId: `${queue}/t${++n}` });
       ids.push(t.taskId);
       await s2.create(t);
     }
@@ -114,7 +122,7 @@ describe("TaskStore", () => {
       .sort((a, b) => b.at - a.at || (a.id < b.id ? 1 : -1))
       .map((x) => x.id);
     expect(seen).toEqual(expected);
-    expect(await redis.zscore(k2.taskIndex(), ids[24]!)).toBeNull();
+    expect(await redis.zscore(k2.taskIndex("even"), ids[24]!.slice("even/".length))).toBeNull();
     const odd = await s2.list({ queue: "odd", limit: 100 });
     expect(odd.tasks.every((t) => t.queue === "odd")).toBe(true);
     expect(odd.tasks).toHaveLength(12);
@@ -134,8 +142,7 @@ describe("TaskStore under resent commands (a reply lost to a dropped connection)
     // Anyone else, or another entry, still sees a running task.
     expect(await store.start(t.taskId, "w2", { entryId: "1-1" })).toMatchObject({ kind: "skip", reason: "running" });
     expect(await store.start(t.taskId, "w1", { entryId: "2-1" })).toMatchObject({ kind: "skip", reason: "running" });
-    const events = await redis.xrange(keys.events(t.taskId), "-", "+");
-    expect(events).toHaveLength(1);
+    expect(await statusLog(t.taskId)).toHaveLength(1);
   });
 
   it("accepts the same outcome of the same attempt twice, and only that", async () => {
@@ -146,7 +153,7 @@ describe("TaskStore under resent commands (a reply lost to a dropped connection)
     expect(await store.finish(t.taskId, done)).toMatchObject({ ok: true });
     expect(await store.finish(t.taskId, done)).toMatchObject({ ok: true, status: "COMPLETED" });
     expect(await store.finish(t.taskId, { ...done, status: "FAILED" })).toMatchObject({ ok: false, reason: "terminal" });
-    expect((await redis.xrange(keys.events(t.taskId), "-", "+")).map(([, f]) => JSON.parse(f[1]!).status)).toEqual(["running", "completed"]);
+    expect((await statusLog(t.taskId)).map((e) => e.status)).toEqual(["running", "completed"]);
   });
 
   it("treats a resent create of the same submit as created, and another submit of the id as a duplicate", async () => {
@@ -154,5 +161,65 @@ describe("TaskStore under resent commands (a reply lost to a dropped connection)
     expect(await store.create(t)).toBe(true);
     expect(await store.create(t)).toBe(true);
     expect(await store.create({ ...t, submitId: "submit-2" })).toBe(false);
+  });
+});
+
+describe("TaskStore batches", () => {
+  it("creates and enqueues a batch in one call, and a resent batch writes nothing twice", async () => {
+    const batch = Array.from({ length: 5 }, () => task({ queue: "b1", taskId: `b1/t${++n}` }));
+    expect(await store.createMany("b1", batch, "batch-1")).toEqual([true, true, true, true, true]);
+    expect(await store.createMany("b1", batch, "batch-1")).toEqual([true, true, true, true, true]);
+    expect(await redis.xlen(keys.queue("b1"))).toBe(5);
+    expect(await redis.zcard(keys.taskIndex("b1"))).toBe(5);
+    // A scheduled task waits in its lane's delayed set instead.
+    await store.createMany("b1", [task({ queue: "b1", taskId: `b1/t${++n}`, runAt: Date.now() + 60_000, priority: "high" })]);
+    expect(await redis.zcard(keys.delayed("b1", "high"))).toBe(1);
+    expect(await redis.xlen(keys.queue("b1"))).toBe(5);
+  });
+
+  it("claims and starts a batch in one call, then settles its outcomes and entries in one call", async () => {
+    await redis.xgroup("CREATE", keys.queue("b2"), "flotilla", "0", "MKSTREAM");
+    await redis.xgroup("CREATE", keys.lane("b2", "high"), "flotilla", "0", "MKSTREAM");
+    await redis.xgroup("CREATE", keys.lane("b2", "low"), "flotilla", "0", "MKSTREAM");
+    const tasks = Array.from({ length: 4 }, (_, i) => task({ queue: "b2", taskId: `b2/t${++n}`, priority: i === 3 ? "high" : "normal" }));
+    await store.createMany("b2", tasks);
+    await redis.xadd(keys.queue("b2"), "*", "junk", "1");
+    const replies = await store.claim("b2", "w1", 10);
+    // Strict priority: the high one first; the malformed entry comes back for dead-lettering.
+    expect(replies.map((r) => r.kind)).toEqual(["run", "run", "run", "run", "malformed"]);
+    expect(replies[0]).toMatchObject({ kind: "run", taskId: tasks[3]!.taskId, priority: "high", attempt: 1 });
+    const runs = replies.filter((r) => r.kind === "run");
+    const outcomes = await store.settle(
+      "b2",
+      "w1",
+      runs.map((r, i) => ({
+        taskId: r.taskId,
+        priority: r.priority,
+        entryId: r.entryId,
+        attempt: 1,
+        agent: "a",
+        ...(i === 0
+          ? { status: "FAILED" as const, error: { message: "boom", code: "AGENT_ERROR" }, deadReason: "failed: boom" }
+          : i === 1
+            ? { status: "RETRYING" as const, retryAt: Date.now() + 60_000 }
+            : { status: "COMPLETED" as const, result: i }),
+      })),
+    );
+    expect(outcomes.map((o) => (o.ok ? [o.status, o.deadLettered] : o.reason))).toEqual([
+      ["FAILED", true],
+      ["RETRYING", false],
+      ["COMPLETED", false],
+      ["COMPLETED", false],
+    ]);
+    // Settled entries are acknowledged and deleted; only the malformed one is still pending.
+    expect(await redis.xlen(keys.lane("b2", "high"))).toBe(0);
+    expect(await redis.xlen(keys.queue("b2"))).toBe(1);
+    expect(((await redis.xpending(keys.queue("b2"), "flotilla")) as [number])[0]).toBe(1);
+    expect(await redis.zrange(keys.delayed("b2"), 0, -1)).toEqual([runs[1]!.taskId.slice(3)]);
+    const [letter] = await redis.xrange(keys.deadLetters("b2"), "-", "+");
+    expect(letter?.[1]).toContain("failed: boom");
+    // Every finished record has a TTL; the retrying one is kept until it runs again.
+    for (const r of runs.slice(2)) expect(await redis.pttl(keys.task(r.taskId))).toBeGreaterThan(0);
+    expect(await redis.pttl(keys.task(runs[1]!.taskId))).toBe(-1);
   });
 });

@@ -1,30 +1,48 @@
+import { randomUUID } from "node:crypto";
 import {
   type Backoff,
   BackoffSchema,
+  CONSUMER_GROUP,
   type Keys,
   LuaScript,
   type Priority,
   parseJsonOr,
   parseTaskRecord,
   type Retention,
+  splitTaskId,
   type TaskError,
   TaskErrorSchema,
   TaskRecordSchema,
   type TaskResult,
   type TaskStatus,
   TaskStatusSchema,
+  taskIdOf,
 } from "@flotilla/core";
-import { randomUUID } from "node:crypto";
-import type { ChainableCommander, Redis } from "ioredis";
-import { decodeCursor, encodeCursor } from "./cursor.ts";
+import type { Redis } from "ioredis";
+import { decodeCursor, encodeCursor, type Position } from "./cursor.ts";
 
 const lua = (name: string, keys: number) => LuaScript.fromFile(new URL(`../lua/${name}.lua`, import.meta.url), keys);
-const scripts = { create: lua("create", 2), start: lua("start", 4), finish: lua("finish", 4), requeue: lua("requeue", 2) };
+const scripts = {
+  create: lua("create", 8),
+  claim: lua("claim", 4),
+  start: lua("start", 3),
+  settle: lua("settle", 7),
+  requeue: lua("requeue", 4),
+};
+
+/** A queue's dead-letter stream keeps about this many entries. */
+export const DEAD_LETTER_MAX_LEN = 100_000;
+
+/** Lanes as the scripts number them. */
+const LANES: readonly Priority[] = ["high", "normal", "low"];
+const laneNumber = (p: Priority | undefined) => LANES.indexOf(p ?? "normal") + 1;
+const laneOf = (n: unknown): Priority => LANES[Number(n) - 1] ?? "normal";
 
 /** Record fields read back (the payload is only read by the worker that starts the task). */
 const FIELDS = Object.keys(TaskRecordSchema.shape);
 
 export interface NewTask {
+  /** `<queue>/<name>`. */
   taskId: string;
   queue: string;
   /** The agent's name, kept on the record and on every event. */
@@ -44,26 +62,46 @@ export interface NewTask {
   runAt?: number | undefined;
   /** @default "normal" */
   priority?: Priority | undefined;
-  /** Identifies this submit, so a create resent after a lost reply is not taken for a duplicate id. */
+  /**
+   * Set for a caller-chosen id: the name is checked for a duplicate first, and a create resent
+   * after a lost reply (same submitId) is not taken for one.
+   */
   submitId?: string | undefined;
 }
 
+/** What a worker needs to run a started task. */
+export interface RunnableTask {
+  attempt: number;
+  /** JSON of `{ agent, input }`, to be validated by the caller. */
+  payload: string;
+  timeoutMs: number | undefined;
+  detailed: boolean;
+  /** JSON object given at submit. */
+  metadata: string;
+  /** The agent's name as recorded at submit. */
+  agent: string;
+  retries: number;
+  maxRetries: number;
+  backoff: Backoff | undefined;
+}
+
+interface EntryRef {
+  priority: Priority;
+  entryId: string;
+}
+
+/** What starting one claimed entry came to. Skipped entries were settled by the script already. */
+export type StartReply = EntryRef &
+  (
+    | ({ kind: "run"; taskId: string } & RunnableTask)
+    | { kind: "skip"; taskId: string; reason: "terminal" | "running" | "cancelled"; status: TaskStatus | undefined }
+    | { kind: "missing"; taskId: string }
+    | { kind: "dead"; taskId: string; attempts: number; lastError: TaskError | undefined }
+    | { kind: "malformed"; fields: Record<string, string> | null }
+  );
+
 export type StartOutcome =
-  | {
-      kind: "run";
-      attempt: number;
-      /** JSON of `{ agent, input }`, to be validated by the caller. */
-      payload: string;
-      timeoutMs: number | undefined;
-      detailed: boolean;
-      /** JSON object given at submit. */
-      metadata: string;
-      /** The agent's name as recorded at submit. */
-      agent: string;
-      retries: number;
-      maxRetries: number;
-      backoff: Backoff | undefined;
-    }
+  | ({ kind: "run" } & RunnableTask)
   | { kind: "skip"; reason: "missing" | "terminal" | "running" | "cancelled"; status: TaskStatus | undefined }
   | { kind: "dead"; attempts: number; lastError: TaskError | undefined };
 
@@ -79,8 +117,18 @@ export interface FinishInput {
   release?: boolean | undefined;
 }
 
+/** An attempt's outcome with the queue entry to settle: acknowledged, delayed for a retry, or dead-lettered. */
+export interface SettleInput extends FinishInput {
+  taskId: string;
+  priority: Priority;
+  /** "" when there is no entry to settle. */
+  entryId: string;
+  /** With FAILED: the dead letter's reason. */
+  deadReason?: string | undefined;
+}
+
 export type FinishOutcome =
-  | { ok: true; status: TaskStatus }
+  | { ok: true; status: TaskStatus; deadLettered: boolean }
   | { ok: false; reason: "missing" | "terminal" | "stale"; status: TaskStatus | undefined };
 
 export interface ListTasksOptions {
@@ -105,7 +153,9 @@ const optStatus = (s: unknown): TaskStatus | undefined => {
 
 /**
  * The task record: one hash per task, every status change made by a Lua script that checks the
- * transition, so no terminal status is ever overwritten.
+ * transition, so no terminal status is ever overwritten. A task's record shares its queue's slot,
+ * so the hot path works on whole batches: one script creates and enqueues a batch, one claims and
+ * starts a batch, one records a batch of outcomes and settles their entries.
  */
 export class TaskStore {
   private readonly redis: Redis;
@@ -120,51 +170,63 @@ export class TaskStore {
     for (const s of Object.values(scripts)) s.install(redis);
   }
 
-  /** Queues the creation of a record (and its index entry) on a pipeline; the reply is 1 or 0. */
-  queueCreate(pipeline: ChainableCommander, task: NewTask): void {
+  private laneKeys(queue: string): string[] {
+    return LANES.map((p) => this.keys.lane(queue, p));
+  }
+
+  /**
+   * Creates records (PENDING) for tasks of one queue and enqueues each, in one script call.
+   * Returns, per task, true when created, false when its caller-chosen name was taken.
+   * Without submitIds, the batch as a whole is made replay-safe by `batchId`.
+   */
+  async createMany(queue: string, tasks: readonly NewTask[], batchId: string = randomUUID()): Promise<boolean[]> {
+    if (tasks.length === 0) return [];
     const k = this.keys;
-    scripts.create.queue(
-      pipeline,
-      [k.task(task.taskId), k.events(task.taskId)],
-      [
-        task.taskId,
-        task.queue,
-        task.agent,
-        task.payload,
-        task.createdAt,
-        task.detailed ? 1 : 0,
-        task.maxRetries,
-        task.timeoutMs ?? "",
-        JSON.stringify(task.metadata),
-        this.retention.pendingTtlMs,
-        task.maxDeliveries ?? task.maxRetries + 3,
-        task.backoff ? JSON.stringify(task.backoff) : "",
-        task.runAt ?? "",
-        task.priority ?? "normal",
-        task.submitId ?? randomUUID(),
-      ],
-    );
-    pipeline.zadd(k.taskIndex(), "NX", task.createdAt, task.taskId);
-    if (++this.createsSinceTrim >= 1000) {
-      this.createsSinceTrim = 0;
-      this.queueIndexTrim(pipeline, task.createdAt);
+    const args: Array<string | number> = [];
+    let marker = false;
+    for (const t of tasks) {
+      const { queue: q, name } = splitTaskId(t.taskId);
+      if (q !== queue) throw new Error(`task ${t.taskId} is not in queue ${queue}`);
+      if (t.submitId === undefined) marker = true;
+      const metadata = JSON.stringify(t.metadata);
+      args.push(
+        name,
+        t.agent,
+        t.payload,
+        t.detailed ? 1 : 0,
+        t.maxRetries,
+        t.timeoutMs ?? "",
+        metadata === "{}" ? "" : metadata,
+        t.maxDeliveries ?? t.maxRetries + 3,
+        t.backoff ? JSON.stringify(t.backoff) : "",
+        t.runAt ?? "",
+        laneNumber(t.priority),
+        t.submitId ?? "",
+      );
     }
+    this.createsSinceTrim += tasks.length;
+    const trim = this.createsSinceTrim >= 1000;
+    if (trim) this.createsSinceTrim = 0;
+    const reply = (await scripts.create.run(
+      this.redis,
+      [...this.laneKeys(queue), ...LANES.map((p) => k.delayed(queue, p)), k.taskIndex(queue), k.batch(queue, batchId)],
+      [
+        queue,
+        k.taskBase(queue),
+        k.eventsBase(queue),
+        tasks[0]!.createdAt,
+        trim ? this.retention.indexMaxSize : 0,
+        marker ? 1 : 0,
+        ...args,
+      ],
+    )) as string;
+    return [...reply].map((c) => c === "1");
   }
 
-  /** Creates a record in PENDING; false when the id is taken. */
+  /** Creates one record in PENDING and enqueues it; false when the id is taken. */
   async create(task: NewTask): Promise<boolean> {
-    const pipeline = this.redis.pipeline();
-    this.queueCreate(pipeline, task);
-    const [created] = (await pipeline.exec()) ?? [];
-    if (!created) throw new Error("empty pipeline reply");
-    if (created[0]) throw created[0];
-    return created[1] === 1;
-  }
-
-  /** Removes a record that never made it into its queue. */
-  async discard(taskId: string): Promise<void> {
-    await this.redis.multi().unlink(this.keys.task(taskId), this.keys.events(taskId)).exec();
-    await this.redis.zrem(this.keys.taskIndex(), taskId);
+    const [created] = await this.createMany(task.queue, [{ ...task, submitId: task.submitId ?? randomUUID() }]);
+    return created === true;
   }
 
   async get(taskId: string): Promise<TaskResult | undefined> {
@@ -183,140 +245,223 @@ export class TaskStore {
     });
   }
 
+  private startArgs(queue: string, consumer: string, now: number): Array<string | number> {
+    return [CONSUMER_GROUP, consumer, now, this.keys.taskBase(queue), this.retention.recordTtlMs, this.keys.statusChannel(queue)];
+  }
+
   /**
-   * Moves a claimed task to RUNNING with a new attempt number, or says why it must not run.
+   * Claims up to `count` new entries of a queue for `consumer` and starts their tasks, in one round
+   * trip. Lanes are read in `order` without blocking.
+   */
+  async claim(queue: string, consumer: string, count: number, order: readonly Priority[] = LANES, now = Date.now()): Promise<StartReply[]> {
+    const reply = await scripts.claim.run(this.redis, [...this.laneKeys(queue), this.keys.batch(queue, randomUUID())], [
+      ...this.startArgs(queue, consumer, now),
+      count,
+      order.map(laneNumber).join(","),
+    ]);
+    return parseStartReplies(queue, reply);
+  }
+
+  /**
+   * Starts the tasks of entries `consumer` already holds (read by a blocking claim, or reclaimed
+   * after their lease lapsed: then a RUNNING task is taken over).
+   */
+  async startEntries(
+    queue: string,
+    consumer: string,
+    entries: ReadonlyArray<{ priority: Priority; entryId: string; name: string }>,
+    reclaimed: boolean,
+    now = Date.now(),
+  ): Promise<StartReply[]> {
+    if (entries.length === 0) return [];
+    const args: Array<string | number> = [...this.startArgs(queue, consumer, now), reclaimed ? 1 : 0];
+    for (const e of entries) args.push(laneNumber(e.priority), e.entryId, e.name);
+    return parseStartReplies(queue, await scripts.start.run(this.redis, this.laneKeys(queue), args));
+  }
+
+  /**
+   * Moves a task to RUNNING with a new attempt number, or says why it must not run.
    * `reclaimed`: the entry came back after its lease lapsed, so a RUNNING task is taken over.
    */
   async start(
     taskId: string,
     workerId: string,
-    options: { reclaimed?: boolean; now?: number; entryId?: string } = {},
+    options: { reclaimed?: boolean; now?: number; entryId?: string; priority?: Priority } = {},
   ): Promise<StartOutcome> {
-    const now = options.now ?? Date.now();
-    const k = this.keys;
-    const r = this.retention;
-    const reply = (await scripts.start.run(
-      this.redis,
-      [k.task(taskId), k.events(taskId), k.eventsChannel(taskId), k.doneChannel(taskId)],
-      [workerId, now, r.eventMaxLen, r.eventTtlMs, r.recordTtlMs, options.reclaimed ? 1 : 0, options.entryId ?? ""],
-    )) as string[];
-    if (reply[0] === "run") {
-      return {
-        kind: "run",
-        attempt: Number(reply[1]),
-        payload: reply[2] ?? "",
-        timeoutMs: reply[3] ? Number(reply[3]) : undefined,
-        detailed: reply[4] === "1",
-        metadata: reply[5] ?? "{}",
-        agent: reply[6] ?? "",
-        retries: Number(reply[7] ?? 0),
-        maxRetries: Number(reply[8] ?? 0),
-        backoff: parseBackoff(reply[9]),
-      };
-    }
-    if (reply[1] === "dead") {
-      const lastError = TaskErrorSchema.safeParse(parseJsonOr(reply[4], null));
-      return { kind: "dead", attempts: Number(reply[3]), lastError: lastError.success ? lastError.data : undefined };
-    }
-    return { kind: "skip", reason: reply[1] as "missing", status: optStatus(reply[2]) };
-  }
-
-  /** Records the end of an attempt; rejected when the task is already terminal or the attempt is stale. */
-  queueFinish(pipeline: ChainableCommander, taskId: string, input: FinishInput, now = Date.now()): void {
-    const k = this.keys;
-    const r = this.retention;
-    const event: Record<string, unknown> = {
-      type: "status",
-      status: input.status.toLowerCase(),
-      taskId,
-      attempt: input.attempt,
-      ts: now,
-      agent: input.agent,
-    };
-    if (input.result !== undefined) event.result = input.result;
-    if (input.error) event.error = input.error;
-    scripts.finish.queue(
-      pipeline,
-      [k.task(taskId), k.events(taskId), k.eventsChannel(taskId), k.doneChannel(taskId)],
-      [
-        input.attempt,
-        input.status,
-        now,
-        input.result === undefined ? "" : JSON.stringify(input.result),
-        input.error ? JSON.stringify(input.error) : "",
-        JSON.stringify(event),
-        r.eventMaxLen,
-        r.eventTtlMs,
-        r.recordTtlMs,
-        input.retryAt ?? "",
-        input.release ? 1 : 0,
-      ],
+    const { queue, name } = splitTaskId(taskId);
+    const [reply] = await this.startEntries(
+      queue,
+      workerId,
+      [{ priority: options.priority ?? "normal", entryId: options.entryId ?? "", name }],
+      options.reclaimed ?? false,
+      options.now,
     );
+    if (!reply) throw new Error("empty start reply");
+    switch (reply.kind) {
+      case "run": {
+        const { kind, priority, entryId, taskId: _, ...run } = reply;
+        return { kind, ...run };
+      }
+      case "skip":
+        return { kind: "skip", reason: reply.reason, status: reply.status };
+      case "dead":
+        return { kind: "dead", attempts: reply.attempts, lastError: reply.lastError };
+      default:
+        return { kind: "skip", reason: "missing", status: undefined };
+    }
   }
 
-  /** Brings a FAILED task back to PENDING (its dead letter is being re-queued); false if it is not FAILED. */
-  async requeue(taskId: string): Promise<{ ok: boolean; status: TaskStatus | undefined }> {
+  /**
+   * Records attempt outcomes of one queue and settles their entries, in one script call. Each is
+   * fenced on its attempt; results come back in order.
+   */
+  async settle(queue: string, consumer: string, outcomes: readonly SettleInput[], now = Date.now()): Promise<FinishOutcome[]> {
+    if (outcomes.length === 0) return [];
     const k = this.keys;
-    const reply = (await scripts.requeue.run(this.redis, [k.task(taskId), k.events(taskId)], [this.retention.pendingTtlMs])) as string[];
-    return { ok: reply[0] === "ok", status: optStatus(reply[1]) };
+    const args: Array<string | number> = [
+      ...this.startArgs(queue, consumer, now),
+      DEAD_LETTER_MAX_LEN,
+    ];
+    for (const o of outcomes) {
+      const { queue: q, name } = splitTaskId(o.taskId);
+      if (q !== queue) throw new Error(`task ${o.taskId} is not in queue ${queue}`);
+      args.push(
+        laneNumber(o.priority),
+        o.entryId,
+        name,
+        o.attempt,
+        o.status,
+        o.result === undefined ? "" : JSON.stringify(o.result),
+        o.error ? JSON.stringify(o.error) : "",
+        o.retryAt ?? "",
+        o.release ? 1 : 0,
+        o.deadReason ?? "",
+      );
+    }
+    const replies = (await scripts.settle.run(
+      this.redis,
+      [...this.laneKeys(queue), ...LANES.map((p) => k.delayed(queue, p)), k.deadLetters(queue)],
+      args,
+    )) as unknown[];
+    return replies.map(parseFinish);
   }
 
+  /** Records the end of an attempt with no entry to settle; rejected when the task is already terminal or the attempt is stale. */
   async finish(taskId: string, input: FinishInput, now = Date.now()): Promise<FinishOutcome> {
-    const pipeline = this.redis.pipeline();
-    this.queueFinish(pipeline, taskId, input, now);
-    const [[err, reply] = []] = (await pipeline.exec()) ?? [];
-    if (err) throw err;
-    return parseFinish(reply);
+    const [out] = await this.settle(splitTaskId(taskId).queue, "", [{ ...input, taskId, priority: "normal", entryId: "" }], now);
+    return out!;
   }
 
-  /** Newest first; filters by status and queue. Records that expired are dropped from the index. */
+  /**
+   * Sends a dead-lettered task back to its lane: its FAILED record returns to PENDING and the dead
+   * letter is deleted, in one step.
+   */
+  async requeueDeadLetter(letter: { queue: string; priority: Priority; id: string; taskId: string }): Promise<{
+    outcome: "ok" | "gone" | "refused";
+    status: TaskStatus | undefined;
+  }> {
+    const k = this.keys;
+    const { name } = splitTaskId(letter.taskId);
+    const reply = (await scripts.requeue.run(
+      this.redis,
+      [k.task(letter.taskId), k.events(letter.taskId), k.lane(letter.queue, letter.priority), k.deadLetters(letter.queue)],
+      [letter.id, name],
+    )) as string[];
+    return { outcome: reply[0] as "ok", status: optStatus(reply[1]) };
+  }
+
+  /** Notes a queue in the registry that listing across queues reads. */
+  async registerQueue(queue: string): Promise<void> {
+    await this.redis.sadd(this.keys.queues(), queue);
+  }
+
+  /** Newest first; filters by status and queue. Records that expired are dropped from their index. */
   async list(options: ListTasksOptions = {}): Promise<TaskPage> {
     const limit = Math.max(1, Math.min(options.limit ?? 50, 1000));
-    const index = this.keys.taskIndex();
+    const queues = options.queue ? [options.queue] : (await this.redis.smembers(this.keys.queues())).sort();
     const after = decodeCursor(options.cursor);
-    const max = after ? String(after.score) : "+inf";
     const batch = Math.max(limit * 2, 100);
     const budget = Math.max(limit * 20, 2000); // entries scanned per call when filters reject most
+    const sources = queues.map((queue) => new IndexReader(this.redis, this.keys.taskIndex(queue), queue, after, batch));
     const tasks: TaskResult[] = [];
-    let offset = 0;
     let scanned = 0;
-    let last: { score: number; id: string } | undefined;
+    let last: Position | undefined;
     for (;;) {
-      const rows = await this.redis.zrange(index, max, "-inf", "BYSCORE", "REV", "LIMIT", offset, batch, "WITHSCORES");
-      if (rows.length === 0) return { tasks, nextCursor: undefined };
-      offset += rows.length / 2;
-      const ids: string[] = [];
-      const scores: number[] = [];
-      for (let i = 0; i < rows.length; i += 2) {
-        const id = rows[i]!;
-        const score = Number(rows[i + 1]);
-        if (after && score === after.score && id >= after.id) continue;
-        ids.push(id);
-        scores.push(score);
+      // The newest `batch` rows across every queue's index, merged.
+      const rows: IndexRow[] = [];
+      while (rows.length < batch) {
+        const heads = await Promise.all(sources.map((s) => s.peek()));
+        let best = -1;
+        for (let i = 0; i < heads.length; i++) {
+          const h = heads[i];
+          if (h && (best < 0 || newer(h, heads[best]!))) best = i;
+        }
+        if (best < 0) break;
+        rows.push(sources[best]!.take());
       }
-      const records = await this.getMany(ids);
-      const gone: string[] = [];
-      for (let i = 0; i < ids.length; i++) {
+      if (rows.length === 0) return { tasks, nextCursor: undefined };
+      const records = await this.getMany(rows.map((r) => r.id));
+      const gone = new Map<string, string[]>();
+      for (let i = 0; i < rows.length; i++) {
         const record = records[i];
-        last = { score: scores[i]!, id: ids[i]! };
+        const row = rows[i]!;
+        last = { score: row.score, id: row.id };
         scanned++;
         if (!record) {
-          gone.push(ids[i]!);
+          gone.set(row.queue, [...(gone.get(row.queue) ?? []), splitTaskId(row.id).name]);
         } else if ((!options.status || record.status === options.status) && (!options.queue || record.queue === options.queue)) {
           tasks.push(record);
           if (tasks.length === limit) break;
         }
       }
-      if (gone.length) await this.redis.zrem(index, ...gone);
+      for (const [queue, names] of gone) await this.redis.zrem(this.keys.taskIndex(queue), ...names);
       if (tasks.length === limit || scanned >= budget) return { tasks, nextCursor: last && encodeCursor(last) };
     }
   }
+}
 
-  private queueIndexTrim(pipeline: ChainableCommander, now: number): void {
-    const index = this.keys.taskIndex();
-    // No record outlives pendingTtl + recordTtl, so older index entries point at nothing.
-    pipeline.zremrangebyscore(index, "-inf", `(${now - this.retention.pendingTtlMs - this.retention.recordTtlMs}`);
-    pipeline.zremrangebyrank(index, 0, -this.retention.indexMaxSize - 1);
+interface IndexRow extends Position {
+  queue: string;
+}
+
+const newer = (a: Position, b: Position) => a.score > b.score || (a.score === b.score && a.id > b.id);
+
+/** Reads one queue's index newest first, in pages, after a cursor position. */
+class IndexReader {
+  private readonly redis: Redis;
+  private readonly key: string;
+  private readonly queue: string;
+  private readonly after: Position | undefined;
+  private readonly page: number;
+  private offset = 0;
+  private buffer: IndexRow[] = [];
+  private done = false;
+
+  constructor(redis: Redis, key: string, queue: string, after: Position | undefined, page: number) {
+    this.redis = redis;
+    this.key = key;
+    this.queue = queue;
+    this.after = after;
+    this.page = page;
+  }
+
+  async peek(): Promise<IndexRow | undefined> {
+    while (this.buffer.length === 0 && !this.done) {
+      const max = this.after ? String(this.after.score) : "+inf";
+      const rows = await this.redis.zrange(this.key, max, "-inf", "BYSCORE", "REV", "LIMIT", this.offset, this.page, "WITHSCORES");
+      this.offset += rows.length / 2;
+      if (rows.length / 2 < this.page) this.done = true;
+      for (let i = 0; i < rows.length; i += 2) {
+        const row = { queue: this.queue, id: taskIdOf(this.queue, rows[i]!), score: Number(rows[i + 1]) };
+        if (this.after && row.score === this.after.score && row.id >= this.after.id) continue;
+        this.buffer.push(row);
+      }
+    }
+    return this.buffer[0];
+  }
+
+  take(): IndexRow {
+    return this.buffer.shift()!;
   }
 }
 
@@ -335,8 +480,48 @@ function parseBackoff(text: string | undefined): Backoff | undefined {
   return parsed.success ? parsed.data : undefined;
 }
 
+function parseStartReplies(queue: string, reply: unknown): StartReply[] {
+  return (reply as unknown[][]).map((r) => {
+    const priority = laneOf(r[1]);
+    const entryId = String(r[2]);
+    const taskId = taskIdOf(queue, String(r[3] ?? ""));
+    switch (r[0]) {
+      case "run":
+        return {
+          kind: "run",
+          priority,
+          entryId,
+          taskId,
+          attempt: Number(r[4]),
+          payload: String(r[5] ?? ""),
+          timeoutMs: r[6] ? Number(r[6]) : undefined,
+          detailed: r[7] === "1",
+          metadata: String(r[8] ?? "{}"),
+          agent: String(r[9] ?? ""),
+          retries: Number(r[10] ?? 0),
+          maxRetries: Number(r[11] ?? 0),
+          backoff: parseBackoff(r[12] as string | undefined),
+        };
+      case "skip":
+        return { kind: "skip", priority, entryId, taskId, reason: r[4] as "terminal", status: optStatus(r[5]) };
+      case "dead": {
+        const lastError = TaskErrorSchema.safeParse(parseJsonOr(r[5] as string, null));
+        return { kind: "dead", priority, entryId, taskId, attempts: Number(r[4]), lastError: lastError.success ? lastError.data : undefined };
+      }
+      case "missing":
+        return { kind: "missing", priority, entryId, taskId };
+      default: {
+        const pairs = r.slice(3).map(String);
+        const fields: Record<string, string> = {};
+        for (let i = 0; i + 1 < pairs.length; i += 2) fields[pairs[i]!] = pairs[i + 1]!;
+        return { kind: "malformed", priority, entryId, fields: pairs.length ? fields : null };
+      }
+    }
+  });
+}
+
 export function parseFinish(reply: unknown): FinishOutcome {
-  const r = reply as string[];
-  if (r[0] === "ok") return { ok: true, status: optStatus(r[1])! };
+  const r = reply as unknown[];
+  if (r[0] === "ok") return { ok: true, status: optStatus(r[1])!, deadLettered: Number(r[2]) === 1 };
   return { ok: false, reason: r[1] as "stale", status: optStatus(r[2]) };
 }

@@ -1,8 +1,9 @@
-import type { JsonValue } from "@flotilla/core";
 import { type ModelProvider, type ProviderRegistry, type RunResult, run, type ToolRegistry } from "@flotilla/agent";
+import type { JsonValue } from "@flotilla/core";
 
 /** The result a task records: what the run returned, as plain JSON. */
 const toJson = ({ text, steps, usage }: RunResult): JsonValue => ({ text, steps, usage: { ...usage } });
+
 import type { ExecutionContext, Executor } from "./executor.ts";
 
 export interface AgentExecutorOptions {

@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
 import type { Agent, ModelProvider, ProviderRegistry, ToolRegistry } from "@flotilla/agent";
-import { Broker, type Lane, type ParsedEntry, parseEntry } from "@flotilla/broker";
+import { Broker, type Lane, parseEntry, type RawEntry } from "@flotilla/broker";
 import { CancelListener } from "@flotilla/cancel";
 import {
   type AgentSpec,
@@ -10,22 +10,22 @@ import {
   type BackoffOptions,
   BackoffSchema,
   backoffDelay,
-  isRetryable,
   closeRedis,
   createKeys,
   ErrorCodes,
   FlotillaError,
+  isRetryable,
   type JsonValue,
+  JsonValueSchema,
   type Keys,
   newId,
   type OwnedRedis,
   openRedis,
-  JsonValueSchema,
+  PRIORITIES,
+  type Priority,
   parseInput,
   parseJsonOr,
   parseStored,
-  PRIORITIES,
-  type Priority,
   QueueNameSchema,
   type RedisConnection,
   type Retention,
@@ -33,17 +33,18 @@ import {
   resolveRetention,
   SubscriberHub,
   type TaskError,
-  whenReady,
   TaskPayloadSchema,
   toTaskError,
+  whenReady,
 } from "@flotilla/core";
 import { EventPublisher } from "@flotilla/events";
 import { Heartbeat } from "@flotilla/health";
-import { type FinishInput, parseFinish, TaskStore } from "@flotilla/store";
+import { type FinishInput, type StartReply, TaskStore } from "@flotilla/store";
 import { z } from "zod";
 import { agentExecutor } from "./agent-executor.ts";
 import type { Executor } from "./executor.ts";
 import { type Logger, silentLogger } from "./logger.ts";
+import { Settler } from "./settler.ts";
 
 export interface WorkerOptions {
   /** Redis URL, ioredis options or instance. @default "redis://127.0.0.1:6379" */
@@ -164,6 +165,7 @@ export class Worker extends EventEmitter {
   private hub: SubscriberHub | undefined;
   private store: TaskStore | undefined;
   private broker: Broker | undefined;
+  private settler: Settler | undefined;
   private cancels: CancelListener | undefined;
   private heartbeat: Heartbeat | undefined;
   private loop: Promise<void> | undefined;
@@ -232,6 +234,7 @@ export class Worker extends EventEmitter {
     }
     this.store = new TaskStore(redis, this.keys, this.retention);
     this.broker = new Broker(redis, this.keys);
+    this.settler = new Settler(this.store, this.workerId);
     this.cancels = new CancelListener(redis, this.hub, this.keys);
     this.heartbeat = new Heartbeat(redis, this.keys, {
       workerId: this.workerId,
@@ -310,6 +313,8 @@ export class Worker extends EventEmitter {
           this.slotWaiter = resolve;
         });
         this.slotWaiter = undefined;
+        // Outcomes settle in batches: let the rest of this batch free its slots, then claim for all.
+        await new Promise((resolve) => setImmediate(resolve));
         continue;
       }
       try {
@@ -319,17 +324,23 @@ export class Worker extends EventEmitter {
         if (Date.now() >= this.nextReclaimAt) await this.reclaimLapsed();
         const free = this.concurrency - this.running.size;
         if (free <= 0) continue;
+        // First without blocking: one script per queue claims and starts a whole batch.
+        const order = this.laneOrder();
+        let started = 0;
+        for (const queue of this.queues) {
+          if (free - started <= 0) break;
+          const replies = await this.store!.claim(queue, this.workerId, free - started, order);
+          started += replies.length;
+          for (const reply of replies) this.dispatch(queue, reply, false);
+        }
+        if (started > 0) {
+          failures = 0;
+          continue;
+        }
         const untilReclaim = Math.max(1, Math.min(this.nextReclaimAt, this.nextPromoteAt) - Date.now());
-        const entries = await this.broker!.claim(
-          this.blocking!.redis,
-          this.workerId,
-          this.queues,
-          free,
-          Math.min(this.blockMs, untilReclaim),
-          { order: this.laneOrder() },
-        );
+        const entries = await this.broker!.block(this.blocking!.redis, this.workerId, this.queues, free, Math.min(this.blockMs, untilReclaim));
+        await this.startClaimed(entries, false);
         failures = 0;
-        for (const raw of entries) this.dispatch(parseEntry(raw), false);
       } catch (err) {
         if (this.stopping) break;
         failures++;
@@ -369,12 +380,12 @@ export class Worker extends EventEmitter {
         const lane: Lane = { queue, priority };
         const { cursor, entries } = await this.broker!.reclaim(lane, this.workerId, this.leaseMs, free, this.reclaimCursors.get(laneKey(lane)) ?? "0-0");
         this.reclaimCursors.set(laneKey(lane), cursor);
-        for (const raw of entries) {
-          // Our own entry, idle because renewals could not reach Redis: the run is still ours.
-          if (this.running.has(runningKey(raw, raw.entryId))) continue;
+        // Our own entries, idle because renewals could not reach Redis: those runs are still ours.
+        const taken = entries.filter((raw) => !this.running.has(runningKey(raw, raw.entryId)));
+        for (const raw of taken) {
           this.log.info("reclaimed a task whose lease lapsed", { queue, priority, entryId: raw.entryId, task: raw.fields?.task });
-          this.dispatch(parseEntry(raw), true);
         }
+        await this.startClaimed(taken, true);
       }
     }
   }
@@ -404,22 +415,62 @@ export class Worker extends EventEmitter {
     }
   }
 
-  private dispatch(entry: ParsedEntry, reclaimed: boolean): void {
-    const lane: Lane = { queue: entry.queue, priority: entry.priority };
-    const key = runningKey(lane, entry.entryId);
+  /** Starts the tasks of entries this worker holds; malformed entries are dead-lettered. */
+  private async startClaimed(entries: readonly RawEntry[], reclaimed: boolean): Promise<void> {
+    const byQueue = new Map<string, Array<{ priority: Priority; entryId: string; name: string }>>();
+    for (const raw of entries) {
+      const entry = parseEntry(raw);
+      if (!entry.ok) {
+        this.dispatch(raw.queue, { kind: "malformed", priority: raw.priority, entryId: raw.entryId, fields: raw.fields }, reclaimed);
+        continue;
+      }
+      byQueue.set(entry.queue, [...(byQueue.get(entry.queue) ?? []), { priority: entry.priority, entryId: entry.entryId, name: entry.name }]);
+    }
+    for (const [queue, list] of byQueue) {
+      for (const reply of await this.store!.startEntries(queue, this.workerId, list, reclaimed)) this.dispatch(queue, reply, reclaimed);
+    }
+  }
+
+  /** Takes up one claimed entry: runs its task, or dead-letters it with the reason. */
+  private dispatch(queue: string, reply: StartReply, reclaimed: boolean): void {
+    const lane: Lane = { queue, priority: reply.priority };
+    const { entryId } = reply;
+    if (reply.kind === "skip") {
+      // Cancelled while waiting, already finished, or run by another entry: the script settled it.
+      this.log.debug("entry skipped", { queue, entryId, taskId: reply.taskId, reason: reply.reason, reclaimed });
+      return;
+    }
+    const key = runningKey(lane, entryId);
     const controller = new AbortController();
     const running: Running = {
       lane,
-      entryId: entry.entryId,
-      taskId: entry.ok ? entry.taskId : "",
+      entryId,
+      taskId: reply.kind === "malformed" ? "" : reply.taskId,
       controller,
       done: Promise.resolve(),
     };
     this.running.set(key, running);
     // Dead-lettering is in-flight work too: stop() waits for it before closing the connection.
-    const work = entry.ok
-      ? this.runTask(lane, entry.entryId, entry.taskId, controller, reclaimed)
-      : this.deadLetter(lane, entry.entryId, entry.reason, entry.fields, undefined);
+    let work: Promise<void>;
+    switch (reply.kind) {
+      case "run":
+        work = this.runTask(lane, reply, controller);
+        break;
+      case "missing":
+        work = this.deadLetter(lane, entryId, "task record not found (expired or never written)", { task: nameOf(reply.taskId) }, reply.taskId);
+        break;
+      case "dead": {
+        const { attempts, lastError } = reply;
+        const reason = `delivery limit reached after ${attempts} attempts${lastError ? `; last error: [${lastError.code}] ${lastError.message}` : ""}`;
+        work = this.deadLetter(lane, entryId, reason, { task: nameOf(reply.taskId) }, reply.taskId, { attempts, lastError });
+        break;
+      }
+      default: {
+        const parsed = parseEntry({ ...lane, entryId, fields: reply.fields });
+        const reason = parsed.ok ? "malformed queue entry" : parsed.reason;
+        work = this.deadLetter(lane, entryId, reason, reply.fields, undefined);
+      }
+    }
     running.done = work
       .catch((err) => {
         this.log.error("task handling failed", { entry: key, err });
@@ -454,40 +505,12 @@ export class Worker extends EventEmitter {
     }
   }
 
-  private async runTask(
-    lane: Lane,
-    entryId: string,
-    taskId: string,
-    controller: AbortController,
-    reclaimed: boolean,
-  ): Promise<void> {
-    const store = this.store!;
+  private async runTask(lane: Lane, start: Extract<StartReply, { kind: "run" }>, controller: AbortController): Promise<void> {
     const redis = this.conn!.redis;
-    // Watch before starting: a cancel that lands between the start script and the watch would be lost.
+    const { entryId, taskId } = start;
+    // A cancel that reached this worker before the start reply did is remembered by the listener.
     const unwatch = this.cancels!.watch(taskId, (reason) => controller.abort(new AbortReason(ErrorCodes.CANCELLED, reason)));
     try {
-      const start = await store.start(taskId, this.workerId, { reclaimed, entryId });
-      if (start.kind === "dead") {
-        const { attempts, lastError } = start;
-        await this.deadLetter(
-          lane,
-          entryId,
-          `delivery limit reached after ${attempts} attempts${lastError ? `; last error: [${lastError.code}] ${lastError.message}` : ""}`,
-          { task: taskId },
-          taskId,
-          { attempts, lastError },
-        );
-        return;
-      }
-      if (start.kind === "skip") {
-        if (start.reason === "missing") {
-          await this.deadLetter(lane, entryId, "task record not found (expired or never written)", { task: taskId }, taskId);
-        } else {
-          // Cancelled while waiting, already finished, or run by another entry: nothing to do.
-          await this.broker!.ack(lane, this.workerId, entryId);
-        }
-        return;
-      }
       const { attempt } = start;
       this.emit("task:started", { taskId, attempt });
 
@@ -586,34 +609,26 @@ export class Worker extends EventEmitter {
   }
 
   /**
-   * Writes the outcome and settles the entry in one round trip: acknowledged when the task
-   * completed or was cancelled, moved to the delayed set for a retry, dead-lettered when it failed.
+   * Writes the outcome and settles the entry (batched with other outcomes of this tick): acknowledged
+   * when the task completed or was cancelled, moved to the delayed set for a retry, dead-lettered
+   * when it failed.
    */
   private async record(lane: Lane, entryId: string, taskId: string, outcome: FinishInput): Promise<void> {
     const { queue } = lane;
-    const redis = this.conn!.redis;
-    const pipeline = redis.pipeline();
-    this.store!.queueFinish(pipeline, taskId, outcome);
-    if (outcome.status === "RETRYING") {
-      this.broker!.queueRetry(pipeline, lane, this.workerId, entryId, taskId, outcome.retryAt ?? Date.now());
-    } else if (outcome.status === "FAILED") {
-      const error = outcome.error ?? { message: "failed", code: ErrorCodes.AGENT_ERROR };
-      this.broker!.queueDeadLetter(pipeline, lane, entryId, this.workerId, {
-        reason: `failed after ${outcome.attempt} attempt${outcome.attempt === 1 ? "" : "s"}: [${error.code}] ${error.message}`,
-        fields: { task: taskId },
-        taskId,
-        extra: { attempts: outcome.attempt, lastError: error },
-      });
-    } else {
-      this.broker!.queueAck(pipeline, lane, this.workerId, [entryId]);
-    }
-    const [[finishErr, finishReply] = [], [settleErr, settled] = []] = (await pipeline.exec()) ?? [];
-    if (finishErr) throw finishErr;
-    if (settleErr) throw settleErr;
-    if (outcome.status === "FAILED" && settled === 1) {
+    const error = outcome.error ?? { message: "failed", code: ErrorCodes.AGENT_ERROR };
+    const finished = await this.settler!.settle(queue, {
+      ...outcome,
+      taskId,
+      priority: lane.priority,
+      entryId,
+      deadReason:
+        outcome.status === "FAILED"
+          ? `failed after ${outcome.attempt} attempt${outcome.attempt === 1 ? "" : "s"}: [${error.code}] ${error.message}`
+          : undefined,
+    });
+    if (finished.ok && finished.deadLettered) {
       this.emit("entry:dead-lettered", { queue, entryId, reason: `[${outcome.error?.code}] ${outcome.error?.message}`, taskId });
     }
-    const finished = parseFinish(finishReply);
     const status = finished.ok ? (finished.status as FinishInput["status"]) : outcome.status;
     if (finished.ok) {
       if (status === "COMPLETED") this.counts.completed++;
@@ -627,6 +642,7 @@ export class Worker extends EventEmitter {
   }
 }
 
+const nameOf = (taskId: string) => taskId.slice(taskId.indexOf("/") + 1);
 const laneKey = (lane: Lane) => `${lane.queue}/${lane.priority}`;
 const runningKey = (lane: Lane, entryId: string) => `${laneKey(lane)}/${entryId}`;
 

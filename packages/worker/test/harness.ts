@@ -1,6 +1,7 @@
 import { Agent } from "@flotilla/agent";
 import { Broker } from "@flotilla/broker";
 import { type AgentSpec, createKeys, DEFAULT_RETENTION, type JsonValue, newId, type Priority } from "@flotilla/core";
+import { readEvents } from "@flotilla/events";
 import { TaskStore } from "@flotilla/store";
 import { cleanupPrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/tooling/test-utils";
 import { afterAll, afterEach } from "vitest";
@@ -46,8 +47,8 @@ export function useHarness(name: string) {
       } = {},
     ) {
       const spec = "toJSON" in agent ? agent.toJSON() : agent;
-      const taskId = newId();
       const queue = opts.queue ?? "default";
+      const taskId = `${queue}/${newId()}`;
       await broker.ensureGroup(queue);
       await store.create({
         taskId,
@@ -62,8 +63,27 @@ export function useHarness(name: string) {
         metadata: {},
         priority: opts.priority,
       });
-      await broker.enqueue(queue, taskId, opts.priority);
       return taskId;
+    },
+    /**
+     * Writes a PENDING record the way submit does, but without its queue entry, so a test can
+     * corrupt it before enqueueing it by name (`broker.enqueue(queue, name)`).
+     */
+    async record(taskId: string, fields: Record<string, string | number>) {
+      const [queue] = taskId.split("/");
+      await broker.ensureGroup(queue!);
+      await redis.hset(keys.task(taskId), {
+        taskId,
+        queue: queue!,
+        agent: "fine",
+        payload: "{}",
+        createdAt: Date.now(),
+        status: "PENDING",
+        maxRetries: 0,
+        maxDeliveries: 3,
+        ...fields,
+      });
+      return taskId.slice(queue!.length + 1);
     },
     async until(taskId: string, statuses: string[] = ["COMPLETED", "FAILED", "CANCELLED"]) {
       return waitFor(
@@ -75,7 +95,7 @@ export function useHarness(name: string) {
       );
     },
     async events(taskId: string) {
-      return (await redis.xrange(keys.events(taskId), "-", "+")).map(([, f]) => JSON.parse(f[1]!) as Record<string, unknown>);
+      return (await readEvents(redis, keys, taskId)).events as unknown as Array<Record<string, unknown>>;
     },
   };
 }

@@ -10,7 +10,7 @@ describe("leases", () => {
     const blocking = h.redis.duplicate();
     const [entry] = await h.broker.claim(blocking, "ghost", [queue], 1, 500);
     blocking.disconnect();
-    expect(entry?.fields?.task).toBe(taskId);
+    expect(entry?.fields?.task).toBe(taskId.slice(queue.length + 1));
     expect(await h.store.start(taskId, "ghost")).toMatchObject({ kind: "run", attempt: 1 });
   }
 

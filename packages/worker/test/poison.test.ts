@@ -45,19 +45,8 @@ describe("poison messages", () => {
     const expected = new Map<string, RegExp>();
     for (const [, fields, reason] of badEntries) expected.set((await h.redis.xadd(stream, "*", ...fields)) as string, reason);
     for (const [i, [, stored, reason, overrides]] of badPayloads.entries()) {
-      const taskId = `bad-payload-${i}`;
-      await h.store.create({
-        taskId,
-        queue: "poison",
-        agent: "fine",
-        payload: "{}",
-        createdAt: Date.now(),
-        detailed: false,
-        maxRetries: 3,
-        metadata: {},
-      });
-      await h.redis.hset(h.keys.task(taskId), { payload: stored, ...overrides });
-      expected.set(await h.broker.enqueue("poison", taskId), reason);
+      const name = await h.record(`poison/bad-payload-${i}`, { payload: stored, maxRetries: 3, ...overrides });
+      expected.set(await h.broker.enqueue("poison", name), reason);
     }
     const good = await h.submit(scripted("fine"), "after all that", { queue: "poison" });
     expect((await h.until(good)).status).toBe("COMPLETED");
@@ -74,7 +63,7 @@ describe("poison messages", () => {
     expect(new Set(letters.map((l) => l.entryId))).toEqual(new Set(expected.keys()));
     // Bad payloads fail their task once, without retries: the same payload would fail again.
     for (let i = 0; i < badPayloads.length; i++) {
-      expect(await h.redis.hmget(h.keys.task(`bad-payload-${i}`), "status", "attempt", "retries")).toEqual(["FAILED", "1", "0"]);
+      expect(await h.redis.hmget(h.keys.task(`poison/bad-payload-${i}`), "status", "attempt", "retries")).toEqual(["FAILED", "1", null]);
     }
     expect(((await h.redis.xpending(stream, CONSUMER_GROUP)) as [number])[0]).toBe(0);
     expect(await h.redis.xlen(stream)).toBe(0);

@@ -5,9 +5,12 @@ import { redisUrl } from "@flotilla/tooling/test-utils";
 import { describe, expect, it } from "vitest";
 import { scripted, useHarness } from "./harness.ts";
 
-// The store's start script as it goes over the wire: EVAL <source> the first time, EVALSHA <sha1> after.
-const startLua = LuaScript.fromFile(new URL("../../store/lua/start.lua", import.meta.url), 4).lua;
-const startRequest = [createHash("sha1").update(startLua).digest("hex"), startLua.slice(0, 80)];
+// The store's scripts that start tasks (claim: claims and starts; start: starts what a blocking read
+// claimed) as they go over the wire: EVAL <source> the first time, EVALSHA <sha1> after.
+const startRequest = (["claim", "start"] as const).flatMap((name) => {
+  const lua = LuaScript.fromFile(new URL(`../../store/lua/${name}.lua`, import.meta.url), 1).lua;
+  return [createHash("sha1").update(lua).digest("hex"), lua.slice(0, 80)];
+});
 
 describe("a reply lost to a dropped connection", () => {
   const h = useHarness("replay");

@@ -104,29 +104,12 @@ describe("Worker", () => {
     await h.redis.xadd(stream, "*", "task", "has{braces}");
     await h.redis.xadd(stream, "*", "task", "no-such-record");
     // A record whose payload is not what a worker can run:
-    await h.store.create({
-      taskId: "corrupt-payload",
-      queue: "poison",
-      agent: "x",
-      payload: '{"agent":{"name":"x"},"input":1}',
-      createdAt: Date.now(),
-      detailed: false,
-      maxRetries: 0,
-      metadata: {},
-    });
-    await h.broker.enqueue("poison", "corrupt-payload");
-    await h.store.create({
-      taskId: "corrupt-metadata",
-      queue: "poison",
-      agent: "fine",
+    await h.broker.enqueue("poison", await h.record("poison/corrupt-payload", { agent: "x", payload: '{"agent":{"name":"x"},"input":1}' }));
+    const corrupt = await h.record("poison/corrupt-metadata", {
       payload: JSON.stringify({ agent: scripted("fine").toJSON(), input: "x" }),
-      createdAt: Date.now(),
-      detailed: false,
-      maxRetries: 0,
-      metadata: {},
+      metadata: "{not json",
     });
-    await h.redis.hset(h.keys.task("corrupt-metadata"), "metadata", "{not json");
-    await h.broker.enqueue("poison", "corrupt-metadata");
+    await h.broker.enqueue("poison", corrupt);
     const good = await h.submit(scripted("fine"), "after the poison", { queue: "poison" });
     expect((await h.until(good)).status).toBe("COMPLETED");
     await waitFor(() => dead.length >= 5, { what: "5 dead letters" });
@@ -138,14 +121,14 @@ describe("Worker", () => {
       expect.stringMatching(/failed after 1 attempt: \[INVALID_PAYLOAD\] corrupt payload/),
       expect.stringMatching(/failed after 1 attempt: \[INVALID_PAYLOAD\] corrupt metadata/),
     ]);
-    expect(await h.store.get("corrupt-payload")).toMatchObject({ status: "FAILED", error: { code: "INVALID_PAYLOAD" } });
+    expect(await h.store.get("poison/corrupt-payload")).toMatchObject({ status: "FAILED", error: { code: "INVALID_PAYLOAD" } });
     // Reading the record back reports the corruption as a typed error; the outcome is recorded all the same.
-    await expect(h.store.get("corrupt-metadata")).rejects.toMatchObject({ code: "CORRUPT_RECORD" });
-    expect(await h.redis.hmget(h.keys.task("corrupt-metadata"), "status", "error")).toEqual([
+    await expect(h.store.get("poison/corrupt-metadata")).rejects.toMatchObject({ code: "CORRUPT_RECORD" });
+    expect(await h.redis.hmget(h.keys.task("poison/corrupt-metadata"), "status", "error")).toEqual([
       "FAILED",
       expect.stringContaining("INVALID_PAYLOAD"),
     ]);
-    expect((await h.events("corrupt-metadata")).at(-1)).toMatchObject({ status: "failed", agent: "fine" });
+    expect((await h.events("poison/corrupt-metadata")).at(-1)).toMatchObject({ status: "failed", agent: "fine" });
     const pending = (await h.redis.xpending(stream, CONSUMER_GROUP)) as [number];
     expect(pending[0]).toBe(0);
   });

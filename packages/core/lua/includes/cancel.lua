@@ -1,11 +1,10 @@
 -- Ends a task that is not running (PENDING or RETRYING) as CANCELLED, with its terminal event.
+-- h: the record's seq and log as read.
 --@include "events"
-local function cancelWaiting(taskKey, streamKey, channel, doneChannel, taskId, attempt, agent, reason, now,
-                             maxLen, ttlMs, recordTtlMs)
+local function cancelWaiting(taskKey, taskId, attempt, agent, reason, now, seq, log, recordTtlMs)
   local err = { message = reason, code = 'CANCELLED' }
-  redis.call('HSET', taskKey, 'status', 'CANCELLED', 'completedAt', now, 'error', cjson.encode(err))
-  appendEvents(taskKey, streamKey, channel,
-    { statusEvent('CANCELLED', taskId, attempt, agent, now, { error = err }) }, maxLen, ttlMs)
-  redis.call('PUBLISH', doneChannel, 'CANCELLED')
+  local errText = cjson.encode(err)
+  hsetAll(taskKey, { 'status', 'CANCELLED', 'completedAt', now, 'error', errText },
+    statusEvent('CANCELLED', taskId, attempt, agent, now, seq, log, { error = err }))
   redis.call('PEXPIRE', taskKey, recordTtlMs)
 end

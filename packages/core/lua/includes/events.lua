@@ -1,5 +1,8 @@
--- Shared by every script that writes a task's events: the stream (replay) and the channel (live)
--- always receive the same events, numbered by the task record's `seq` counter with no gap.
+-- Shared by every script that writes a task's events. Every event gets the next number of the
+-- record's `seq` counter, so a task's events have no gap whoever writes them.
+--   * Status events are kept in the record itself (its `log` field, comma-joined JSON) and go out
+--     on the queue's status channel: one PUBLISH per script call, however many tasks it touched.
+--   * Other events (text, tools, ...) go to the task's own stream (replay) and channel (live).
 
 local TERMINAL = { COMPLETED = true, FAILED = true, CANCELLED = true }
 
@@ -24,8 +27,14 @@ local function appendEvents(taskKey, streamKey, channel, bodies, maxLen, ttlMs)
   return last
 end
 
--- A status event built inside a script (the `status` member of the events union).
-local function statusEvent(status, taskId, attempt, agent, now, extra)
+-- Status events this script call produced, published together by publishStatus().
+local statusOut = {}
+
+-- Builds a status event numbered after `seq` (the record's counter as read) and queues it for the
+-- status channel. `result` (JSON text) rides only on the published copy: the record holds it once,
+-- in its `result` field, and readers put it back.
+-- Returns the fields to write with the record's own HSET: 'seq', next, 'log', log with the event.
+local function statusEvent(status, taskId, attempt, agent, now, seq, log, extra, result)
   local ev = {
     type = 'status', status = string.lower(status), taskId = taskId,
     attempt = tonumber(attempt), ts = tonumber(now), agent = agent,
@@ -33,5 +42,31 @@ local function statusEvent(status, taskId, attempt, agent, now, extra)
   if extra then
     for k, v in pairs(extra) do ev[k] = v end
   end
-  return cjson.encode(ev)
+  local nextSeq = tonumber(seq or '0') + 1
+  local text = '{"seq":' .. nextSeq .. ',' .. string.sub(cjson.encode(ev), 2)
+  if result and result ~= '' then
+    statusOut[#statusOut + 1] = string.sub(text, 1, -2) .. ',"result":' .. result .. '}'
+  else
+    statusOut[#statusOut + 1] = text
+  end
+  local newLog = text
+  if log and log ~= '' then
+    newLog = log .. ',' .. text
+  end
+  return { 'seq', nextSeq, 'log', newLog }
+end
+
+local function publishStatus(channel)
+  if #statusOut > 0 then
+    redis.call('PUBLISH', channel, '[' .. table.concat(statusOut, ',') .. ']')
+    statusOut = {}
+  end
+end
+
+-- HSET of `fields` followed by `more` (flat lists).
+local function hsetAll(key, fields, more)
+  for i = 1, #more do
+    fields[#fields + 1] = more[i]
+  end
+  redis.call('HSET', key, unpack(fields))
 end

@@ -1,0 +1,102 @@
+-- Starting claimed entries, shared by claim.lua and start.lua. Every start is a delivery and gets
+-- a new attempt number, which fences out whoever ran the task before.
+-- Entries that must not run are settled here: a finished task's entry, a second entry of a task
+-- running under a live lease and a task whose cancel was stored while it waited are acknowledged
+-- in one XACK + XDEL per lane at the end. A missing record, the delivery limit and a malformed
+-- entry go back to the worker, which dead-letters the entry with the reason.
+-- Replay-safe: a resent start of the same entry by the same worker gets its attempt back.
+--@include "cancel"
+
+local replies = {}
+local acks = { {}, {}, {} }
+
+local function ack(lane, entryId)
+  if entryId ~= '' then
+    local list = acks[lane]
+    list[#list + 1] = entryId
+  end
+end
+
+local function flushAcks(lanes, group)
+  for i = 1, 3 do
+    if #acks[i] > 0 then
+      redis.call('XACK', lanes[i], group, unpack(acks[i]))
+      redis.call('XDEL', lanes[i], unpack(acks[i]))
+    end
+  end
+end
+
+-- A queue entry's fields are exactly { 'task', <name> }.
+local function entryName(fields)
+  if type(fields) ~= 'table' or #fields ~= 2 or fields[1] ~= 'task' then
+    return nil
+  end
+  local name = fields[2]
+  if #name > 128 or not string.match(name, '^[%w_%.:%-]+$') then
+    return nil
+  end
+  return name
+end
+
+-- ctx: consumer, now, base (task key prefix), recordTtlMs
+local function startEntry(ctx, lane, entryId, name, reclaimed)
+  local key = ctx.base .. name
+  local h = redis.call('HMGET', key, 'status', 'attempt', 'cancelRequestedAt', 'createdAt', 'agent', 'payload',
+    'cancelReason', 'timeoutMs', 'detailed', 'waitMs', 'metadata', 'maxDeliveries', 'workerId', 'error', 'retries',
+    'maxRetries', 'backoff', 'entryId', 'seq', 'log', 'deliveriesBase', 'taskId')
+  local status = h[1]
+  if not status then
+    replies[#replies + 1] = { 'missing', lane, entryId, name }
+    return
+  end
+  if TERMINAL[status] then
+    ack(lane, entryId)
+    replies[#replies + 1] = { 'skip', lane, entryId, name, 'terminal', status }
+    return
+  end
+  local function run(attempt)
+    replies[#replies + 1] = { 'run', lane, entryId, name, attempt, h[6], h[8] or '', h[9] or '0', h[11] or '{}', h[5],
+      h[15] or '0', h[16] or '0', h[17] or '' }
+  end
+  if status == 'RUNNING' and not reclaimed then
+    if h[13] == ctx.consumer and h[18] == entryId then
+      run(tonumber(h[2]))
+    else
+      -- A second entry for a task that is running under a live lease.
+      ack(lane, entryId)
+      replies[#replies + 1] = { 'skip', lane, entryId, name, 'running', status }
+    end
+    return
+  end
+  local now = ctx.now
+  local attempts = tonumber(h[2] or '0')
+  if h[3] then
+    -- Cancel was stored while it waited (or its worker died): end it here, never run it.
+    cancelWaiting(key, h[22], attempts, h[5], h[7] or 'cancelled', now, h[19], h[20], ctx.recordTtlMs)
+    ack(lane, entryId)
+    replies[#replies + 1] = { 'skip', lane, entryId, name, 'cancelled', 'CANCELLED' }
+    return
+  end
+  local maxDeliveries = tonumber(h[12] or '0')
+  if maxDeliveries > 0 and attempts - tonumber(h[21] or '0') >= maxDeliveries then
+    local err = { message = 'gave up after ' .. attempts .. ' deliveries (maxDeliveries ' .. maxDeliveries .. ')',
+      code = 'DELIVERY_LIMIT' }
+    hsetAll(key, { 'status', 'FAILED', 'completedAt', now, 'error', cjson.encode(err) },
+      statusEvent('FAILED', h[22], attempts, h[5], now, h[19], h[20], { error = err }))
+    redis.call('PEXPIRE', key, ctx.recordTtlMs)
+    replies[#replies + 1] = { 'dead', lane, entryId, name, attempts, h[14] or '' }
+    return
+  end
+  local attempt = attempts + 1
+  local f = { 'status', 'RUNNING', 'attempt', attempt, 'workerId', ctx.consumer, 'startedAt', now, 'entryId', entryId }
+  if not h[10] then
+    f[#f + 1] = 'waitMs'
+    f[#f + 1] = now - tonumber(h[4])
+  end
+  local extra = { workerId = ctx.consumer }
+  if status == 'RUNNING' then
+    extra.takenOverFrom = h[13]
+  end
+  hsetAll(key, f, statusEvent('RUNNING', h[22], attempt, h[5], now, h[19], h[20], extra))
+  run(attempt)
+end
