@@ -5,25 +5,24 @@
 -- accepted the outcome, the entry is acknowledged (completed, cancelled), moved to the delayed set
 -- (retrying) or to the dead-letter stream (failed); the entries of a batch are acknowledged and
 -- deleted with one XACK and one XDEL per lane.
--- KEYS: lane high, lane normal, lane low, delayed high, delayed normal, delayed low, dead letters
--- ARGV: group, consumer, now, taskBase, recordTtlMs, statusChannel, deadLetterMaxLen, then per outcome
+-- Then, with a claim count, it claims and starts that many new entries for the freed slots (as
+-- claim.lua does), so a busy worker makes one round trip per batch: finish these, start the next.
+-- KEYS: lane high, lane normal, lane low, delayed high, delayed normal, delayed low, dead letters,
+--       claim marker (unique to this call)
+-- ARGV: group, consumer, now, taskBase, recordTtlMs, statusChannel, deadLetterMaxLen, claim count,
+--       lane order, then per outcome
 --       (WIDTH fields): lane, entryId|'' (no entry to settle), name, attempt, status, result|'', error|'',
 --       retryAt|'', release (1: a RETRYING that hands the task back unfinished and uses up no retry),
 --       dead-letter reason|''
 -- A RETRYING attempt of a task whose cancel was requested ends it CANCELLED instead.
--- Returns per outcome {'ok', status, deadLettered (0|1)} or {'rejected', reason, currentStatus}.
---@include "cancel"
+-- Returns {outcomes, started}: per outcome {'ok', status, deadLettered (0|1)} or
+-- {'rejected', reason, currentStatus}; per claimed entry a reply as in includes/start.lua.
+--@include "start"
 --@include "owner"
 local WIDTH = 10
 local PRIORITY = { 'high', 'normal', 'low' }
 local group, consumer, now, base, recordTtl = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local acks = { {}, {}, {} }
-local replies = {}
-
-local function ack(lane, entryId)
-  local list = acks[lane]
-  list[#list + 1] = entryId
-end
+local settled = {}
 
 local function owned(lane, entryId)
   return entryId ~= '' and ownedBy(KEYS[lane], group, entryId, consumer)
@@ -54,7 +53,7 @@ local function settleEntry(lane, entryId, name, taskId, target, attempt, errText
   return 0
 end
 
-for i = 8, #ARGV, WIDTH do
+for i = 10, #ARGV, WIDTH do
   local lane, entryId, name, attempt, target = tonumber(ARGV[i]), ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local result, errText, retryAt, release, reason = ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9]
   local key = base .. name
@@ -63,31 +62,31 @@ for i = 8, #ARGV, WIDTH do
   local current = h[1]
   if not current then
     if owned(lane, entryId) then ack(lane, entryId) end
-    replies[#replies + 1] = { 'rejected', 'missing', '' }
+    settled[#settled + 1] = { 'rejected', 'missing', '' }
   elseif current == target and h[2] == attempt then
     -- The same outcome of the same attempt again: a resend after a lost reply.
     local dead = 0
     if owned(lane, entryId) then
       dead = settleEntry(lane, entryId, name, h[6], target, attempt, errText, retryAt, reason)
     end
-    replies[#replies + 1] = { 'ok', current, dead }
+    settled[#settled + 1] = { 'ok', current, dead }
   elseif TERMINAL[current] then
     if owned(lane, entryId) then ack(lane, entryId) end
-    replies[#replies + 1] = { 'rejected', 'terminal', current }
+    settled[#settled + 1] = { 'rejected', 'terminal', current }
   elseif current ~= 'RUNNING' or h[2] ~= attempt then
-    replies[#replies + 1] = { 'rejected', 'stale', current }
+    settled[#settled + 1] = { 'rejected', 'stale', current }
   elseif target == 'RETRYING' and h[4] then
     redis.call('HSET', key, 'durationMs', now - tonumber(h[3] or now))
     cancelWaiting(key, h[6], attempt, h[7], h[5] or 'cancelled', now, h[8], h[9], recordTtl)
     if entryId ~= '' then ack(lane, entryId) end
-    replies[#replies + 1] = { 'ok', 'CANCELLED', 0 }
+    settled[#settled + 1] = { 'ok', 'CANCELLED', 0 }
   else
     local f = { 'status', target, 'durationMs', now - tonumber(h[3] or now) }
     if result ~= '' then f[#f + 1] = 'result'; f[#f + 1] = result end
     local extra
     if errText ~= '' then
       f[#f + 1] = 'error'; f[#f + 1] = errText
-      extra = { error = cjson.decode(errText) }
+      extra = ',"error":' .. errText
     end
     if target == 'RETRYING' then
       if release ~= '1' then
@@ -102,14 +101,13 @@ for i = 8, #ARGV, WIDTH do
       redis.call('PEXPIRE', key, recordTtl)
     end
     local dead = settleEntry(lane, entryId, name, h[6], target, attempt, errText, retryAt, reason)
-    replies[#replies + 1] = { 'ok', target, dead }
+    settled[#settled + 1] = { 'ok', target, dead }
   end
 end
-for i = 1, 3 do
-  if #acks[i] > 0 then
-    redis.call('XACK', KEYS[i], group, unpack(acks[i]))
-    redis.call('XDEL', KEYS[i], unpack(acks[i]))
-  end
+local claimCount = tonumber(ARGV[8])
+if claimCount > 0 then
+  claimNew({ consumer = consumer, now = now, base = base, recordTtlMs = recordTtl }, KEYS, group, claimCount, ARGV[9], KEYS[8])
 end
+flushAcks(KEYS, group)
 publishStatus(ARGV[6])
-return replies
+return { settled, replies }

@@ -189,7 +189,7 @@ describe("TaskStore batches", () => {
     expect(replies.map((r) => r.kind)).toEqual(["run", "run", "run", "run", "malformed"]);
     expect(replies[0]).toMatchObject({ kind: "run", taskId: tasks[3]!.taskId, priority: "high", attempt: 1 });
     const runs = replies.filter((r) => r.kind === "run");
-    const outcomes = await store.settle(
+    const { outcomes } = await store.settle(
       "b2",
       "w1",
       runs.map((r, i) => ({
@@ -221,5 +221,28 @@ describe("TaskStore batches", () => {
     // Every finished record has a TTL; the retrying one is kept until it runs again.
     for (const r of runs.slice(2)) expect(await redis.pttl(keys.task(r.taskId))).toBeGreaterThan(0);
     expect(await redis.pttl(keys.task(runs[1]!.taskId))).toBe(-1);
+  });
+
+  it("claims the next batch in the call that settles the last one, and a resent call starts the same entries", async () => {
+    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("b3", p), "flotilla", "0", "MKSTREAM");
+    const tasks = Array.from({ length: 4 }, () => task({ queue: "b3", taskId: `b3/t${++n}` }));
+    await store.createMany("b3", tasks);
+    const [first] = await store.claim("b3", "w1", 1);
+    if (first?.kind !== "run") throw new Error("not started");
+    const done = [{ taskId: first.taskId, priority: "normal" as const, entryId: first.entryId, attempt: 1, agent: "a", status: "COMPLETED" as const }];
+    const call = () => store.settle("b3", "w1", done, { claim: 2, batchId: "settle-1" });
+    const { outcomes, started } = await call();
+    expect(outcomes).toMatchObject([{ ok: true, status: "COMPLETED" }]);
+    const runs = started.map((r) => [r.kind, "taskId" in r && r.taskId, "attempt" in r && r.attempt]);
+    expect(runs).toEqual([
+      ["run", tasks[1]!.taskId, 1],
+      ["run", tasks[2]!.taskId, 1],
+    ]);
+    // Resent after a lost reply: the same outcome, the same two tasks with the same attempts, nothing new claimed.
+    const again = await call();
+    expect(again.outcomes).toMatchObject([{ ok: true, status: "COMPLETED" }]);
+    expect(again.started.map((r) => [r.kind, "taskId" in r && r.taskId, "attempt" in r && r.attempt])).toEqual(runs);
+    expect(await redis.xlen(keys.queue("b3"))).toBe(3);
+    expect(((await redis.xpending(keys.queue("b3"), "flotilla")) as [number])[0]).toBe(2);
   });
 });

@@ -26,7 +26,7 @@ const scripts = {
   create: lua("create", 8),
   claim: lua("claim", 4),
   start: lua("start", 3),
-  settle: lua("settle", 7),
+  settle: lua("settle", 8),
   requeue: lua("requeue", 4),
 };
 
@@ -313,14 +313,22 @@ export class TaskStore {
 
   /**
    * Records attempt outcomes of one queue and settles their entries, in one script call. Each is
-   * fenced on its attempt; results come back in order.
+   * fenced on its attempt; outcomes come back in order. With `claim`, the same call then claims and
+   * starts up to that many new entries (lanes in `order`): finish a batch, start the next.
    */
-  async settle(queue: string, consumer: string, outcomes: readonly SettleInput[], now = Date.now()): Promise<FinishOutcome[]> {
-    if (outcomes.length === 0) return [];
+  async settle(
+    queue: string,
+    consumer: string,
+    outcomes: readonly SettleInput[],
+    options: { claim?: number; order?: readonly Priority[]; now?: number; batchId?: string } = {},
+  ): Promise<{ outcomes: FinishOutcome[]; started: StartReply[] }> {
     const k = this.keys;
+    const now = options.now ?? Date.now();
     const args: Array<string | number> = [
       ...this.startArgs(queue, consumer, now),
       DEAD_LETTER_MAX_LEN,
+      options.claim ?? 0,
+      (options.order ?? LANES).map(laneNumber).join(","),
     ];
     for (const o of outcomes) {
       const { queue: q, name } = splitTaskId(o.taskId);
@@ -338,18 +346,18 @@ export class TaskStore {
         o.deadReason ?? "",
       );
     }
-    const replies = (await scripts.settle.run(
+    const [settled, started] = (await scripts.settle.run(
       this.redis,
-      [...this.laneKeys(queue), ...LANES.map((p) => k.delayed(queue, p)), k.deadLetters(queue)],
+      [...this.laneKeys(queue), ...LANES.map((p) => k.delayed(queue, p)), k.deadLetters(queue), k.batch(queue, options.batchId ?? randomUUID())],
       args,
-    )) as unknown[];
-    return replies.map(parseFinish);
+    )) as [unknown[], unknown];
+    return { outcomes: settled.map(parseFinish), started: parseStartReplies(queue, started) };
   }
 
   /** Records the end of an attempt with no entry to settle; rejected when the task is already terminal or the attempt is stale. */
   async finish(taskId: string, input: FinishInput, now = Date.now()): Promise<FinishOutcome> {
-    const [out] = await this.settle(splitTaskId(taskId).queue, "", [{ ...input, taskId, priority: "normal", entryId: "" }], now);
-    return out!;
+    const { outcomes } = await this.settle(splitTaskId(taskId).queue, "", [{ ...input, taskId, priority: "normal", entryId: "" }], { now });
+    return outcomes[0]!;
   }
 
   /**

@@ -1,4 +1,5 @@
-import type { FinishOutcome, SettleInput, TaskStore } from "@flotilla/store";
+import type { Priority } from "@flotilla/core";
+import type { FinishOutcome, SettleInput, StartReply, TaskStore } from "@flotilla/store";
 
 interface Waiting {
   input: SettleInput;
@@ -6,25 +7,45 @@ interface Waiting {
   reject: (err: unknown) => void;
 }
 
+export interface SettlerHooks {
+  /**
+   * Asked as a batch of outcomes of `queue` is sent: how many new entries the same call should
+   * claim for the slots it frees, or undefined for none.
+   */
+  claim?(queue: string): { count: number; order: readonly Priority[] } | undefined;
+  /** Gets the tasks a batch claimed and started (`asked`: the count `claim` returned, 0 if none). */
+  started?(queue: string, replies: StartReply[], asked: number): void;
+}
+
 /**
  * Gathers the outcomes a worker records in the same tick and writes them per queue in one script
- * call each: the record updates, entry acknowledgements and status events of a whole batch cost
- * one round trip. Each caller still gets its own outcome back.
+ * call each: the record updates, entry acknowledgements and status events of a whole batch, and
+ * the claim of the next batch, cost one round trip. Each caller still gets its own outcome back.
  */
 export class Settler {
   private readonly store: TaskStore;
   private readonly consumer: string;
+  private readonly hooks: SettlerHooks;
   private readonly maxBatch: number;
   private buffers = new Map<string, Waiting[]>();
   private scheduled = false;
+  private pending = 0;
 
-  constructor(store: TaskStore, consumer: string, maxBatch = 200) {
+  /** @param maxBatch outcomes per call at most; smaller batches let one batch run while the last settles */
+  constructor(store: TaskStore, consumer: string, hooks: SettlerHooks = {}, maxBatch = 200) {
     this.store = store;
     this.consumer = consumer;
+    this.hooks = hooks;
     this.maxBatch = maxBatch;
   }
 
+  /** Outcomes handed in and not yet written. */
+  get settling(): number {
+    return this.pending;
+  }
+
   settle(queue: string, input: SettleInput): Promise<FinishOutcome> {
+    this.pending++;
     return new Promise((resolve, reject) => {
       const buffer = this.buffers.get(queue) ?? [];
       buffer.push({ input, resolve, reject });
@@ -47,15 +68,22 @@ export class Settler {
   }
 
   private async send(queue: string, batch: Waiting[]): Promise<void> {
+    const claim = this.hooks.claim?.(queue);
+    let started: StartReply[] = [];
     try {
-      const outcomes = await this.store.settle(
+      const reply = await this.store.settle(
         queue,
         this.consumer,
         batch.map((w) => w.input),
+        claim ? { claim: claim.count, order: claim.order } : {},
       );
-      for (let i = 0; i < batch.length; i++) batch[i]!.resolve(outcomes[i]!);
+      this.pending -= batch.length;
+      for (let i = 0; i < batch.length; i++) batch[i]!.resolve(reply.outcomes[i]!);
+      started = reply.started;
     } catch (err) {
+      this.pending -= batch.length;
       for (const w of batch) w.reject(err);
     }
+    this.hooks.started?.(queue, started, claim?.count ?? 0);
   }
 }

@@ -172,6 +172,8 @@ export class Worker extends EventEmitter {
   private stopping = false;
   private stopped: Promise<void> | undefined;
   private slotWaiter: (() => void) | undefined;
+  /** Slots promised to claims in flight (made by settle calls), not yet filled. */
+  private reserved = 0;
   private counts = { completed: 0, failed: 0 };
 
   constructor(options: WorkerOptions = {}) {
@@ -234,7 +236,28 @@ export class Worker extends EventEmitter {
     }
     this.store = new TaskStore(redis, this.keys, this.retention);
     this.broker = new Broker(redis, this.keys);
-    this.settler = new Settler(this.store, this.workerId);
+    this.settler = new Settler(
+      this.store,
+      this.workerId,
+      {
+        // A busy single-queue worker claims its next batch in the call that settles the last one
+        // (unless reclaiming is due: that needs free slots of its own).
+        claim: () => {
+          if (this.stopping || this.queues.length !== 1 || Date.now() >= this.nextReclaimAt) return undefined;
+          const free = this.freeSlots();
+          if (free <= 0) return undefined;
+          this.reserved += free;
+          return { count: free, order: this.laneOrder() };
+        },
+        started: (queue, replies, asked) => {
+          this.reserved -= asked;
+          for (const reply of replies) this.dispatch(queue, reply, false);
+          this.slotWaiter?.();
+        },
+      },
+      // Two batches in flight: one runs here while Redis settles the other.
+      Math.min(200, Math.max(1, Math.ceil(this.concurrency / 2))),
+    );
     this.cancels = new CancelListener(redis, this.hub, this.keys);
     this.heartbeat = new Heartbeat(redis, this.keys, {
       workerId: this.workerId,
@@ -308,10 +331,24 @@ export class Worker extends EventEmitter {
   private async claimLoop(): Promise<void> {
     let failures = 0;
     while (!this.stopping) {
-      if (this.running.size >= this.concurrency) {
+      // Promotion needs no slot: it runs on time however busy the worker is.
+      if (Date.now() >= this.nextPromoteAt) {
+        try {
+          await this.promoteDue();
+        } catch (err) {
+          this.nextPromoteAt = Date.now() + this.promoteIntervalMs;
+          this.log.warn("promotion failed; will retry", { err });
+        }
+      }
+      if (this.freeSlots() <= 0) {
+        // Woken by a free slot, or when promotion or reclaiming falls due (settles then stop
+        // claiming, so slots free up for them).
+        let timer: NodeJS.Timeout | undefined;
         await new Promise<void>((resolve) => {
           this.slotWaiter = resolve;
+          timer = setTimeout(resolve, Math.max(1, Math.min(this.nextPromoteAt, this.nextReclaimAt) - Date.now()));
         });
+        clearTimeout(timer);
         this.slotWaiter = undefined;
         // Outcomes settle in batches: let the rest of this batch free its slots, then claim for all.
         await new Promise((resolve) => setImmediate(resolve));
@@ -320,26 +357,29 @@ export class Worker extends EventEmitter {
       try {
         // Reclaim first, from the same budget of free slots, so reclaimed and new work never
         // together exceed `concurrency`.
-        if (Date.now() >= this.nextPromoteAt) await this.promoteDue();
         if (Date.now() >= this.nextReclaimAt) await this.reclaimLapsed();
-        const free = this.concurrency - this.running.size;
+        const free = this.freeSlots();
         if (free <= 0) continue;
-        // First without blocking: one script per queue claims and starts a whole batch.
-        const order = this.laneOrder();
-        let started = 0;
-        for (const queue of this.queues) {
-          if (free - started <= 0) break;
-          const replies = await this.store!.claim(queue, this.workerId, free - started, order);
-          started += replies.length;
-          for (const reply of replies) this.dispatch(queue, reply, false);
+        // Held while the claim is out, so a settle's claim cannot take the same slots.
+        this.reserved += free;
+        try {
+          // First without blocking: one script per queue claims and starts a whole batch.
+          const order = this.laneOrder();
+          let started = 0;
+          for (const queue of this.queues) {
+            if (free - started <= 0) break;
+            const replies = await this.store!.claim(queue, this.workerId, free - started, order);
+            started += replies.length;
+            for (const reply of replies) this.dispatch(queue, reply, false);
+          }
+          if (started === 0) {
+            const untilReclaim = Math.max(1, Math.min(this.nextReclaimAt, this.nextPromoteAt) - Date.now());
+            const entries = await this.broker!.block(this.blocking!.redis, this.workerId, this.queues, free, Math.min(this.blockMs, untilReclaim));
+            await this.startClaimed(entries, false);
+          }
+        } finally {
+          this.reserved -= free;
         }
-        if (started > 0) {
-          failures = 0;
-          continue;
-        }
-        const untilReclaim = Math.max(1, Math.min(this.nextReclaimAt, this.nextPromoteAt) - Date.now());
-        const entries = await this.broker!.block(this.blocking!.redis, this.workerId, this.queues, free, Math.min(this.blockMs, untilReclaim));
-        await this.startClaimed(entries, false);
         failures = 0;
       } catch (err) {
         if (this.stopping) break;
@@ -349,6 +389,14 @@ export class Worker extends EventEmitter {
         await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** failures, 5000)));
       }
     }
+  }
+
+  /**
+   * Slots a claim may fill: `concurrency` less the runs still going (a run whose outcome was handed
+   * to the settler is done) and the slots promised to claims in flight.
+   */
+  private freeSlots(): number {
+    return this.concurrency - (this.running.size - this.settler!.settling) - this.reserved;
   }
 
   /** Strict priority, except that low, then normal, get the first pick once every `fairnessEvery` rounds. */
@@ -375,7 +423,7 @@ export class Worker extends EventEmitter {
     this.nextReclaimAt = Date.now() + Math.floor((this.leaseMs / 2) * (0.75 + Math.random() * 0.5));
     for (const priority of PRIORITIES) {
       for (const queue of this.queues) {
-        const free = this.concurrency - this.running.size;
+        const free = this.freeSlots();
         if (free <= 0 || this.stopping) return;
         const lane: Lane = { queue, priority };
         const { cursor, entries } = await this.broker!.reclaim(lane, this.workerId, this.leaseMs, free, this.reclaimCursors.get(laneKey(lane)) ?? "0-0");

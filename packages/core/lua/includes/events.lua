@@ -30,20 +30,24 @@ end
 -- Status events this script call produced, published together by publishStatus().
 local statusOut = {}
 
+-- A JSON string literal; plain ids skip the encoder.
+local function jsonString(text)
+  if string.find(text, '^[%w_%.:%- /]*$') then
+    return '"' .. text .. '"'
+  end
+  return cjson.encode(text)
+end
+
 -- Builds a status event numbered after `seq` (the record's counter as read) and queues it for the
--- status channel. `result` (JSON text) rides only on the published copy: the record holds it once,
--- in its `result` field, and readers put it back.
+-- status channel. `extra`: JSON members to add, as text starting with a comma. `result` (JSON
+-- text) rides only on the published copy: the record holds it once, in its `result` field, and
+-- readers put it back. Built by concatenation: this runs for every task, twice.
 -- Returns the fields to write with the record's own HSET: 'seq', next, 'log', log with the event.
 local function statusEvent(status, taskId, attempt, agent, now, seq, log, extra, result)
-  local ev = {
-    type = 'status', status = string.lower(status), taskId = taskId,
-    attempt = tonumber(attempt), ts = tonumber(now), agent = agent,
-  }
-  if extra then
-    for k, v in pairs(extra) do ev[k] = v end
-  end
   local nextSeq = tonumber(seq or '0') + 1
-  local text = '{"seq":' .. nextSeq .. ',' .. string.sub(cjson.encode(ev), 2)
+  local text = '{"seq":' .. nextSeq .. ',"type":"status","status":"' .. string.lower(status) .. '","taskId":"' ..
+    taskId .. '","attempt":' .. tonumber(attempt) .. ',"ts":' .. now .. ',"agent":' .. jsonString(agent or '') ..
+    (extra or '') .. '}'
   if result and result ~= '' then
     statusOut[#statusOut + 1] = string.sub(text, 1, -2) .. ',"result":' .. result .. '}'
   else

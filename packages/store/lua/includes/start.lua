@@ -79,10 +79,10 @@ local function startEntry(ctx, lane, entryId, name, reclaimed)
   end
   local maxDeliveries = tonumber(h[12] or '0')
   if maxDeliveries > 0 and attempts - tonumber(h[21] or '0') >= maxDeliveries then
-    local err = { message = 'gave up after ' .. attempts .. ' deliveries (maxDeliveries ' .. maxDeliveries .. ')',
-      code = 'DELIVERY_LIMIT' }
-    hsetAll(key, { 'status', 'FAILED', 'completedAt', now, 'error', cjson.encode(err) },
-      statusEvent('FAILED', h[22], attempts, h[5], now, h[19], h[20], { error = err }))
+    local errText = cjson.encode({ message = 'gave up after ' .. attempts .. ' deliveries (maxDeliveries ' ..
+      maxDeliveries .. ')', code = 'DELIVERY_LIMIT' })
+    hsetAll(key, { 'status', 'FAILED', 'completedAt', now, 'error', errText },
+      statusEvent('FAILED', h[22], attempts, h[5], now, h[19], h[20], ',"error":' .. errText))
     redis.call('PEXPIRE', key, ctx.recordTtlMs)
     replies[#replies + 1] = { 'dead', lane, entryId, name, attempts, h[14] or '' }
     return
@@ -93,10 +93,52 @@ local function startEntry(ctx, lane, entryId, name, reclaimed)
     f[#f + 1] = 'waitMs'
     f[#f + 1] = now - tonumber(h[4])
   end
-  local extra = { workerId = ctx.consumer }
+  local extra = ',"workerId":' .. jsonString(ctx.consumer)
   if status == 'RUNNING' then
-    extra.takenOverFrom = h[13]
+    extra = extra .. ',"takenOverFrom":' .. jsonString(h[13] or '')
   end
   hsetAll(key, f, statusEvent('RUNNING', h[22], attempt, h[5], now, h[19], h[20], extra))
   run(attempt)
+end
+
+-- Claims up to `count` new entries with XREADGROUP, lanes in `order` (e.g. '1,2,3'), and starts
+-- them. Replay-safe: the claimed entries are noted under `marker` (a key unique to the call), so a
+-- resend after a lost reply starts those again (getting their attempts back) instead of claiming
+-- new ones. Malformed entries come back as {'malformed', lane, entryId, field, value, ...}.
+local function claimNew(ctx, lanes, group, count, order, marker)
+  local prior = redis.call('GET', marker)
+  if prior then
+    for lane, entryId, name in string.gmatch(prior, '(%d) ([^ ]+) ([^;]+);') do
+      startEntry(ctx, tonumber(lane), entryId, name, false)
+    end
+    return
+  end
+  local claimed = {}
+  local left = count
+  for laneText in string.gmatch(order, '%d') do
+    if left <= 0 then
+      break
+    end
+    local lane = tonumber(laneText)
+    local read = redis.call('XREADGROUP', 'GROUP', group, ctx.consumer, 'COUNT', left, 'STREAMS', lanes[lane], '>')
+    if read then
+      for _, entry in ipairs(read[1][2]) do
+        local name = entryName(entry[2])
+        if name then
+          claimed[#claimed + 1] = lane .. ' ' .. entry[1] .. ' ' .. name .. ';'
+          startEntry(ctx, lane, entry[1], name, false)
+        else
+          local reply = { 'malformed', lane, entry[1] }
+          if type(entry[2]) == 'table' then
+            for _, v in ipairs(entry[2]) do reply[#reply + 1] = v end
+          end
+          replies[#replies + 1] = reply
+        end
+        left = left - 1
+      end
+    end
+  end
+  if #claimed > 0 then
+    redis.call('SET', marker, table.concat(claimed), 'PX', 300000)
+  end
 end
