@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 
@@ -9,7 +10,7 @@ export async function startWorkers(
   system: System,
   n: number,
   env: Record<string, string>,
-): Promise<(() => Promise<void>) & { kill9: () => Promise<void> }> {
+): Promise<(() => Promise<void>) & { kill9: () => Promise<void>; cpuSeconds: () => number }> {
   const entry = fileURLToPath(new URL(`./procs/${system}-worker.ts`, import.meta.url));
   const children: ChildProcess[] = [];
   await Promise.all(
@@ -42,7 +43,17 @@ export async function startWorkers(
     ).then(() => {});
   const stop = () => signalAll("SIGTERM");
   const kill9 = () => signalAll("SIGKILL");
-  return Object.assign(stop, { kill9 });
+  /** CPU seconds the worker processes have used so far (Linux /proc). */
+  const cpuSeconds = () =>
+    children.reduce((sum, c) => {
+      try {
+        const fields = readFileSync(`/proc/${c.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+        return sum + (Number(fields[11]) + Number(fields[12])) / 100;
+      } catch {
+        return sum;
+      }
+    }, 0);
+  return Object.assign(stop, { kill9, cpuSeconds });
 }
 
 /** Commands Redis has executed (Lua's inner calls included), the CPU time its process used, and its memory. */

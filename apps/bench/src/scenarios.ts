@@ -175,6 +175,10 @@ export async function streaming(ctx: BenchContext) {
   const latencies: number[] = [];
   let received = 0;
   let broken = 0;
+  const admin = newAdmin(ctx.url);
+  const redisBefore = await redisFigures(admin);
+  const workersBefore = stop.cpuSeconds();
+  const clientBefore = process.cpuUsage();
   const started = performance.now();
   const handles = await client.submitMany(Array.from({ length: tasks }, (_, i) => ({ agent: noop, input: i, options: { queue: "bench" } })));
   await Promise.all(
@@ -192,6 +196,13 @@ export async function streaming(ctx: BenchContext) {
       if (texts !== perTask) broken++;
     }),
   );
+  const clientCpu = process.cpuUsage(clientBefore);
+  const cpuSeconds = {
+    redis: Math.round(((await redisFigures(admin)).cpuMicros - redisBefore.cpuMicros) / 1e4) / 100,
+    workers: Math.round((stop.cpuSeconds() - workersBefore) * 100) / 100,
+    client: Math.round((clientCpu.user + clientCpu.system) / 1e4) / 100,
+  };
+  admin.disconnect();
   const seconds = (performance.now() - started) / 1000;
   await client.close();
   await stop();
@@ -208,6 +219,7 @@ export async function streaming(ctx: BenchContext) {
         eventLatencyMs: percentiles(latencies),
         lostOrOutOfOrder: broken,
         received,
+        cpuSeconds,
       },
       bullmq: null,
       note: "BullMQ has no per-job event stream to compare with",
@@ -266,4 +278,88 @@ export async function recovery(ctx: BenchContext) {
   ];
 }
 
-export const scenarios = { throughput, submit, latency, streaming, recovery } as const;
+/**
+ * What a completed task leaves in Redis: memory and commands per task (INFO deltas), keys without a
+ * TTL once every task ended, and memory per stored event.
+ */
+export async function footprint(ctx: BenchContext) {
+  const tasks = ctx.quick ? 1000 : 5000;
+  const admin = newAdmin(ctx.url);
+  const flotilla = await drain(ctx, "flotilla", tasks, 1, 50);
+  const bullmq = await drain(ctx, "bullmq", tasks, 1, 50);
+  // Keys of the Flotilla run with no TTL: per-task keys must have none; the rest are per queue.
+  const prefix = `bench-flotilla-${runs - 1}`;
+  const noTtl: string[] = [];
+  let perTaskNoTtl = 0;
+  let cursor = "0";
+  do {
+    const [next, keys] = await admin.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
+    cursor = next;
+    const pipeline = admin.pipeline();
+    for (const k of keys) pipeline.pttl(k);
+    const ttls = (await pipeline.exec()) ?? [];
+    keys.forEach((k, i) => {
+      if (ttls[i]?.[1] !== -1) return;
+      if (/:(task|stream):\{/.test(k)) perTaskNoTtl++;
+      else noTtl.push(k.slice(prefix.length + 1));
+    });
+  } while (cursor !== "0");
+  // Memory per stored event: tasks that each publish 200 text events, kept in their event streams.
+  const eventsPrefix = freshPrefix("flotilla");
+  const stop = await startWorkers("flotilla", 1, { REDIS_URL: ctx.url, BENCH_PREFIX: eventsPrefix, BENCH_CONCURRENCY: "50", BENCH_EVENTS: "200" });
+  const client = new FlotillaClient({ redis: ctx.url, prefix: eventsPrefix });
+  const eventTasks = ctx.quick ? 50 : 200;
+  const before = await redisFigures(admin);
+  const handles = await client.submitMany(Array.from({ length: eventTasks }, (_, i) => ({ agent: noop, input: i, options: { queue: "bench" } })));
+  await Promise.all(handles.map((h) => h.result()));
+  const after = await redisFigures(admin);
+  await client.close();
+  await stop();
+  admin.disconnect();
+  const bytesPerTaskWithEvents = (after.memory - before.memory) / eventTasks;
+  return [
+    {
+      scenario: "footprint",
+      tasks,
+      flotilla: {
+        commandsPerTask: flotilla.commandsPerTask,
+        bytesPerTask: flotilla.bytesPerTask,
+        perTaskKeysWithoutTtl: perTaskNoTtl,
+        longLivedKeys: [...new Set(noTtl.map((k) => k.replace(/\{[^}]*\}/, "{queue}")))].sort(),
+        bytesPerStoredEvent: Math.round((bytesPerTaskWithEvents - flotilla.bytesPerTask) / 200),
+      },
+      bullmq: { commandsPerTask: bullmq.commandsPerTask, bytesPerTask: bullmq.bytesPerTask },
+      ratioCommands: ratio(flotilla.commandsPerTask, bullmq.commandsPerTask),
+      ratioBytes: ratio(flotilla.bytesPerTask, bullmq.bytesPerTask),
+    },
+  ];
+}
+
+/**
+ * Where Redis time goes for Flotilla: submit 20,000 no-op tasks, drain them with one worker, and
+ * report calls and µs per task of each command (INFO commandstats deltas; a script's own line
+ * includes the commands it runs).
+ */
+export async function profile(ctx: BenchContext) {
+  const tasks = ctx.quick ? 5000 : 20_000;
+  const admin = newAdmin(ctx.url);
+  const stats = async () => {
+    const out = new Map<string, [number, number]>();
+    for (const m of ((await admin.info("commandstats")) as string).matchAll(/cmdstat_([\w|]+):calls=(\d+),usec=(\d+)/g)) {
+      out.set(m[1]!, [Number(m[2]), Number(m[3])]);
+    }
+    return out;
+  };
+  const before = await stats();
+  const result = await drain(ctx, "flotilla", tasks, 1, 50);
+  const after = await stats();
+  admin.disconnect();
+  const perTask = [...after]
+    .map(([cmd, [calls, usec]]) => ({ cmd, calls: (calls - (before.get(cmd)?.[0] ?? 0)) / tasks, usec: (usec - (before.get(cmd)?.[1] ?? 0)) / tasks }))
+    .filter((r) => r.calls >= 0.005 && !["info", "scan", "pttl"].includes(r.cmd))
+    .sort((a, b) => b.usec - a.usec)
+    .map((r) => ({ cmd: r.cmd, callsPerTask: Math.round(r.calls * 1000) / 1000, usecPerTask: Math.round(r.usec * 100) / 100 }));
+  return [{ scenario: "profile", tasks, flotilla: { ...result, commands: perTask }, note: "evalsha's µs include the commands its scripts run" }];
+}
+
+export const scenarios = { throughput, submit, latency, streaming, recovery, footprint, profile } as const;

@@ -108,10 +108,11 @@ export class TaskHandle {
    * The task's events in order: those already published, then live, with no gap and no duplicate,
    * ending after the terminal status event.
    */
-  async *stream(options: StreamOptions = {}): AsyncGenerator<FlotillaEvent, void, undefined> {
+  stream(options: StreamOptions = {}): AsyncGenerator<FlotillaEvent, void, undefined> {
     const ctx = this.ctx;
-    const hub = await ctx.hub();
-    yield* streamEvents({ redis: ctx.redis, hub, keys: ctx.keys, statusFeed: await ctx.statusFeed() }, this.taskId, options);
+    // Handed over as a promise so the reader's own generator is the only one per event.
+    const source = (async () => ({ redis: ctx.redis, hub: await ctx.hub(), keys: ctx.keys, statusFeed: await ctx.statusFeed() }))();
+    return streamEvents(source, this.taskId, options);
   }
 
   /**

@@ -4,7 +4,7 @@ export interface RetentionOptions {
   recordTtlMs?: number;
   /** A task's event stream expires this long after its last event. @default 3_600_000 (1 h) */
   eventTtlMs?: number;
-  /** A task's event stream keeps about this many events (approximate trim). @default 10_000 */
+  /** A task's event stream keeps about this many of its latest events (trimmed in whole published batches). @default 10_000 */
   eventMaxLen?: number;
   /** Each queue's task index keeps at most about this many ids (oldest trimmed first). @default 1_000_000 */
   indexMaxSize?: number;

@@ -12,9 +12,11 @@ end
 if h[3] == ARGV[4] then
   return tonumber(h[4])
 end
-redis.call('HSET', KEYS[1], 'lastBatch', ARGV[4])
 local bodies = {}
 for i = 5, #ARGV do
   bodies[#bodies + 1] = ARGV[i]
 end
-return appendEvents(KEYS[1], KEYS[2], KEYS[3], bodies, ARGV[2], ARGV[3])
+if #bodies == 0 then
+  return tonumber(h[4] or '0')
+end
+return appendEvents(KEYS[1], KEYS[2], KEYS[3], bodies, ARGV[2], ARGV[3], h[4], { 'lastBatch', ARGV[4] })

@@ -28,7 +28,30 @@ export interface EventSource {
   statusFeed: StatusFeed;
 }
 
+const TEXT_EVENT_KEYS = 7;
+
+/**
+ * The check TextEventSchema makes, written out: text events are most of what a stream carries, and
+ * this takes the object as it is instead of building a copy. Anything else goes through the schema.
+ */
+function isTextEvent(raw: Record<string, unknown>): boolean {
+  return (
+    raw.type === "text" &&
+    typeof raw.delta === "string" &&
+    typeof raw.taskId === "string" &&
+    typeof raw.agent === "string" &&
+    Number.isInteger(raw.seq) &&
+    (raw.seq as number) > 0 &&
+    Number.isInteger(raw.attempt) &&
+    (raw.attempt as number) >= 0 &&
+    typeof raw.ts === "number" &&
+    Number.isFinite(raw.ts) &&
+    Object.keys(raw).length === TEXT_EVENT_KEYS
+  );
+}
+
 export function parseEvent(raw: unknown, taskId: string): FlotillaEvent {
+  if (raw !== null && typeof raw === "object" && isTextEvent(raw as Record<string, unknown>)) return raw as FlotillaEvent;
   const parsed = FlotillaEventSchema.safeParse(raw);
   if (!parsed.success) {
     throw new CorruptRecordError(`event of task ${taskId}`, parsed.error.issues[0]?.message ?? "invalid");
@@ -100,7 +123,13 @@ export async function readEvents(
   for (;;) {
     let from = "";
     for (const [id, fields] of rows) {
-      events.push(parseEvent(JSON.parse(fields[1] ?? "null"), taskId));
+      // One entry per published batch: a JSON array of events, the entry's id naming its last seq.
+      const batch = JSON.parse(fields[1] ?? "null") as unknown;
+      if (!Array.isArray(batch)) throw new CorruptRecordError(`event stream of task ${taskId}`, `entry ${id} is not a batch`);
+      for (const raw of batch) {
+        const event = parseEvent(raw, taskId);
+        if (event.seq > after) events.push(event);
+      }
       from = `(${id}`;
     }
     if (rows.length < pageSize) break;
@@ -120,10 +149,11 @@ export async function readEvents(
  * every reconnect.
  */
 export async function* streamEvents(
-  source: EventSource,
+  sourceOrPromise: EventSource | Promise<EventSource>,
   taskId: string,
   options: StreamEventsOptions = {},
 ): AsyncGenerator<FlotillaEvent, void, undefined> {
+  const source = await sourceOrPromise;
   const { redis, hub, keys } = source;
   const pageSize = options.pageSize ?? 1000;
   const signal = options.signal;
@@ -194,8 +224,14 @@ export async function* streamEvents(
         continue;
       }
       // Two channels feed `live`; order by seq before checking for gaps.
-      const pending = live.sort((a, b) => a.seq - b.seq);
+      const pending = live;
       live = [];
+      for (let i = 1; i < pending.length; i++) {
+        if (pending[i]!.seq < pending[i - 1]!.seq) {
+          pending.sort((a, b) => a.seq - b.seq);
+          break;
+        }
+      }
       for (let i = 0; i < pending.length; i++) {
         const event = pending[i]!;
         if (event.seq <= last) continue;

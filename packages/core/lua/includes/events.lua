@@ -6,24 +6,26 @@
 
 local TERMINAL = { COMPLETED = true, FAILED = true, CANCELLED = true }
 
--- bodies: JSON objects without "seq"; seq is spliced in as the first field.
--- Stream ids are 0-<seq>, so a reader can resume after any seq with XRANGE "(0-<seq>".
-local function appendEvents(taskKey, streamKey, channel, bodies, maxLen, ttlMs)
+-- Appends a batch of events after `seq` (the record's counter as read): bodies are JSON objects
+-- without "seq", which is spliced in as the first field. The batch is one stream entry, a JSON
+-- array, with id 0-<last seq>: a reader resumes after any seq with XRANGE "(0-<seq>" and drops the
+-- earlier events of the first entry it gets. The stream keeps about `maxLen` events (MINID trim).
+-- `fields`: more record fields to set in the same HSET as the new seq.
+local function appendEvents(taskKey, streamKey, channel, bodies, maxLen, ttlMs, seq, fields)
   local n = #bodies
-  if n == 0 then
-    return tonumber(redis.call('HGET', taskKey, 'seq') or '0')
-  end
-  local last = redis.call('HINCRBY', taskKey, 'seq', n)
-  local first = last - n + 1
+  local first = tonumber(seq or '0') + 1
+  local last = first + n - 1
   local out = {}
   for i = 1, n do
-    local seq = first + i - 1
-    local ev = '{"seq":' .. seq .. ',' .. string.sub(bodies[i], 2)
-    redis.call('XADD', streamKey, 'MAXLEN', '~', maxLen, '0-' .. seq, 'e', ev)
-    out[i] = ev
+    out[i] = '{"seq":' .. (first + i - 1) .. ',' .. string.sub(bodies[i], 2)
   end
+  local text = '[' .. table.concat(out, ',') .. ']'
+  fields[#fields + 1] = 'seq'
+  fields[#fields + 1] = last
+  redis.call('HSET', taskKey, unpack(fields))
+  redis.call('XADD', streamKey, 'MINID', '~', '0-' .. math.max(0, last - tonumber(maxLen)), '0-' .. last, 'e', text)
   redis.call('PEXPIRE', streamKey, ttlMs)
-  redis.call('PUBLISH', channel, '[' .. table.concat(out, ',') .. ']')
+  redis.call('PUBLISH', channel, text)
   return last
 end
 
