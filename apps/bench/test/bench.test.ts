@@ -34,4 +34,23 @@ describe("pnpm bench", () => {
     const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, "nonsense"], { stdio: "ignore" });
     expect(await new Promise((resolve) => child.on("exit", resolve))).toBe(2);
   });
+
+  it("footprint (--quick): no per-task key is left without a TTL once every task ended", async () => {
+    const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, "footprint", "--quick"], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      err += d.toString();
+    });
+    const code = await new Promise((resolve) => child.on("exit", resolve));
+    expect(code, err).toBe(0);
+    const [result] = out.trim().split("\n").map((l) => JSON.parse(l));
+    expect(result.scenario).toBe("footprint");
+    expect(result.flotilla.perTaskKeysWithoutTtl).toBe(0);
+    expect(result.flotilla.longLivedKeys).toEqual(["queue:{queue}", "queue:{queue}:high", "queue:{queue}:low", "queue:{queue}:tasks", "queues"]);
+    expect(result.flotilla.bytesPerStoredEvent).toBeGreaterThan(0);
+  }, 120_000);
 });

@@ -3,6 +3,7 @@ import {
   ConnectionError,
   isTerminal,
   type JsonValue,
+  splitTaskId,
   TaskCancelledError,
   TaskFailedError,
   TaskNotFoundError,
@@ -27,12 +28,18 @@ export interface StreamOptions {
 
 /** A submitted task: read its status, await its result, stream its events, cancel it. */
 export class TaskHandle {
+  /** `<queue>/<name>`: pass it to `client.handle()` from any process to re-attach. */
   readonly taskId: string;
   private readonly ctx: ClientContext;
 
   constructor(ctx: ClientContext, taskId: string) {
     this.ctx = ctx;
     this.taskId = taskId;
+  }
+
+  /** The queue the task was submitted to (the part of its id before the slash). */
+  get queue(): string {
+    return splitTaskId(this.taskId).queue;
   }
 
   /** The task's record now. Throws TaskNotFoundError if it does not exist (or expired). */
