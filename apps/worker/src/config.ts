@@ -1,8 +1,9 @@
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import type { Agent, AgentConfig, ModelProvider, Tool } from "@flotilla/agent";
-import { type AgentSpec, parseInput, QueueNameSchema } from "@flotilla/core";
+import type { Agent, AgentConfig, OpenAICompatibleEndpoint, ProviderFactory, Swarm, Tool } from "@flotilla/agent";
+import { parseInput, QueueNameSchema, type RunnableSpec } from "@flotilla/core";
+import type { MemoryStore } from "@flotilla/memory";
 import { z } from "zod";
 
 export const USAGE = `flotilla-worker: runs Flotilla tasks from Redis
@@ -12,13 +13,19 @@ Options (each also read from the environment variable shown):
   --prefix P             FLOTILLA_PREFIX        default flotilla
   --queues a,b           FLOTILLA_QUEUES        default default
   --concurrency N        FLOTILLA_CONCURRENCY   default 4
-  --module PATH          FLOTILLA_MODULE        a module exporting tools, providers and/or agents
+  --module PATH          FLOTILLA_MODULE        a module exporting tools, agents, providerFactory,
+                                                openAICompatible and/or memory (stores by name)
   --drain-timeout MS     FLOTILLA_DRAIN_TIMEOUT_MS  default 30000
   --heartbeat-ttl MS     FLOTILLA_HEARTBEAT_TTL_MS  default 15000
   --lease MS             FLOTILLA_LEASE_MS      default 30000
   --worker-id ID         FLOTILLA_WORKER_ID     default <hostname>-<pid>-<random>
   --log-level L          FLOTILLA_LOG_LEVEL     debug|info|warn|error, default info
   --help
+
+Models: "provider:model" names resolve through the module's providerFactory, then the built-in
+scripted model, then OpenAI-compatible endpoints (the module's openAICompatible, or
+FLOTILLA_PROVIDER_<NAME>_BASE_URL and _API_KEY), then installed AI SDK provider packages with their
+keys (@ai-sdk/openai + OPENAI_API_KEY, @ai-sdk/anthropic + ANTHROPIC_API_KEY, ...).
 `;
 
 const ConfigSchema = z.object({
@@ -94,8 +101,18 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): WorkerAppCon
 
 export interface WorkerModule {
   tools: Record<string, Tool>;
-  providers: Record<string, ModelProvider>;
-  agents: Array<Agent | AgentSpec> | undefined;
+  agents: Array<Agent | Swarm | RunnableSpec> | undefined;
+  providerFactory: ProviderFactory | undefined;
+  openAICompatible: Record<string, OpenAICompatibleEndpoint> | undefined;
+  memory: Record<string, MemoryStore> | undefined;
+}
+
+interface ModuleExports {
+  tools?: Named<Tool>;
+  agents?: Array<Agent | Swarm | RunnableSpec | AgentConfig>;
+  providerFactory?: ProviderFactory;
+  openAICompatible?: Record<string, OpenAICompatibleEndpoint>;
+  memory?: Record<string, MemoryStore>;
 }
 
 type Named<T> = T[] | Record<string, T> | undefined;
@@ -106,20 +123,22 @@ function byName<T extends { name: string }>(items: Named<T>): Record<string, T> 
   return Object.fromEntries(list.map((item) => [item.name, item]));
 }
 
-/** Loads the user's module: `export const tools`, `providers` (arrays or records by name), `agents`. */
+/**
+ * Loads the user's module: `export const tools` (an array or a record by name), `agents`,
+ * `providerFactory`, `openAICompatible`, `memory` — or the same as its default export.
+ */
 export async function loadWorkerModule(path: string | undefined, cwd = process.cwd()): Promise<WorkerModule> {
-  if (!path) return { tools: {}, providers: {}, agents: undefined };
+  const empty: WorkerModule = { tools: {}, agents: undefined, providerFactory: undefined, openAICompatible: undefined, memory: undefined };
+  if (!path) return empty;
   const url = pathToFileURL(isAbsolute(path) ? path : resolve(cwd, path)).href;
-  const mod = (await import(url)) as {
-    tools?: Named<Tool>;
-    providers?: Named<ModelProvider>;
-    agents?: Array<Agent | AgentSpec | AgentConfig>;
-    default?: { tools?: Named<Tool>; providers?: Named<ModelProvider>; agents?: Array<Agent | AgentSpec> };
-  };
-  const source = mod.default && !mod.tools && !mod.providers && !mod.agents ? mod.default : mod;
+  const mod = (await import(url)) as ModuleExports & { default?: ModuleExports };
+  const named = ["tools", "agents", "providerFactory", "openAICompatible", "memory"] as const;
+  const source = mod.default && !named.some((k) => mod[k] !== undefined) ? mod.default : mod;
   return {
     tools: byName(source.tools),
-    providers: byName(source.providers),
-    agents: source.agents as Array<Agent | AgentSpec> | undefined,
+    agents: source.agents as Array<Agent | Swarm | RunnableSpec> | undefined,
+    providerFactory: source.providerFactory,
+    openAICompatible: source.openAICompatible,
+    memory: source.memory,
   };
 }

@@ -24,7 +24,9 @@ async function main(): Promise<number> {
     heartbeatTtlMs: config.heartbeatTtlMs,
     leaseMs: config.leaseMs,
     tools: mod.tools,
-    providers: mod.providers,
+    ...(mod.providerFactory && { providerFactory: mod.providerFactory }),
+    ...(mod.openAICompatible && { openAICompatible: mod.openAICompatible }),
+    ...(mod.memory && { memory: mod.memory }),
     ...(mod.agents && { agents: mod.agents }),
     ...(config.workerId && { workerId: config.workerId }),
     logger: log,
@@ -50,7 +52,7 @@ async function main(): Promise<number> {
   process.on("SIGINT", () => stop("SIGINT"));
   worker.on("worker:error", (err) => log.debug("worker error", { err }));
   await worker.start();
-  log.info("ready", { workerId: worker.workerId, tools: Object.keys(mod.tools), providers: Object.keys(mod.providers) });
+  log.info("ready", { workerId: worker.workerId, tools: Object.keys(mod.tools), memory: ["redis", ...Object.keys(mod.memory ?? {})] });
   return -1;
 }
 

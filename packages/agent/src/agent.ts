@@ -1,4 +1,5 @@
 import { type AgentSpec, type AgentSpecInput, AgentSpecSchema, type JsonValue, parseInput } from "@flotilla/core";
+import { z } from "zod";
 
 export interface AgentConfig {
   name: string;
@@ -7,8 +8,13 @@ export interface AgentConfig {
   instructions?: string;
   /** Names of tools registered on the worker. */
   tools?: string[];
-  /** Provider- and runtime-specific options (plain JSON), e.g. `maxSteps` or `scripted`. */
+  /**
+   * Options (plain JSON): `maxSteps`; call settings (`temperature`, `maxOutputTokens`, `topP`, `topK`,
+   * `seed`, …); objects by provider name are that provider's options (`openai: {…}`, `scripted: {…}`).
+   */
   options?: Record<string, JsonValue>;
+  /** The final answer must be JSON of this shape: a zod schema, or JSON Schema. It travels as JSON Schema. */
+  outputSchema?: z.ZodType | Record<string, JsonValue>;
 }
 
 /** An agent definition: plain data, so it can travel to any worker as JSON. */
@@ -18,14 +24,18 @@ export class Agent {
   readonly instructions: string;
   readonly tools: readonly string[];
   readonly options: Readonly<Record<string, JsonValue>>;
+  readonly outputSchema: Readonly<Record<string, JsonValue>> | undefined;
 
   constructor(config: AgentConfig) {
-    const spec = parseInput(AgentSpecSchema, { kind: "agent", ...config }, "agent");
+    const { outputSchema, ...rest } = config;
+    const json = outputSchema instanceof z.ZodType ? (z.toJSONSchema(outputSchema, { target: "draft-7" }) as Record<string, JsonValue>) : outputSchema;
+    const spec = parseInput(AgentSpecSchema, { kind: "agent", ...rest, ...(json && { outputSchema: json }) }, "agent");
     this.name = spec.name;
     this.model = spec.model;
     this.instructions = spec.instructions;
     this.tools = spec.tools;
     this.options = spec.options;
+    this.outputSchema = spec.outputSchema;
   }
 
   /** The provider part of `model`. */
@@ -46,12 +56,13 @@ export class Agent {
       instructions: this.instructions,
       tools: [...this.tools],
       options: { ...this.options },
+      ...(this.outputSchema && { outputSchema: { ...this.outputSchema } }),
     };
   }
 
   /** Rebuilds an agent from `toJSON()` output; throws a ValidationError naming the bad field. */
   static fromJSON(json: AgentSpecInput | unknown): Agent {
     const spec = parseInput(AgentSpecSchema, json, "agent");
-    return new Agent(spec);
+    return new Agent(spec as AgentConfig);
   }
 }

@@ -1,41 +1,52 @@
-import { type AgentSpec, ErrorCodes, FlotillaError, type JsonValue, toTaskError } from "@flotilla/core";
+import type { LanguageModelV4FunctionTool } from "@ai-sdk/provider";
+import {
+  type AgentSpec,
+  ErrorCodes,
+  FlotillaError,
+  type JsonValue,
+  type Message,
+  type RunnableSpec,
+  type SwarmSpec,
+  toTaskError,
+} from "@flotilla/core";
 import type { AgentEvent, Usage } from "@flotilla/events";
-import type { Agent } from "./agent.ts";
-import { lookupProvider, type Message, type ModelProvider, type ProviderRegistry, type ToolCallPart } from "./provider.ts";
-import { scriptedProvider } from "./scripted.ts";
-import { lookupTool, type ToolRegistry } from "./tool.ts";
+import { inputText } from "./messages.ts";
+import { type LanguageModel, ModelResolver, type ModelResolverOptions } from "./model.ts";
+import { parseOutput } from "./output.ts";
+import { lookupTool, type Tool, type ToolRegistry, toolDefinition } from "./tool.ts";
+import { modelTurn, type ToolCall } from "./turn.ts";
 
 export interface RunOptions {
   signal?: AbortSignal;
-  /** Use this provider whatever the model's provider prefix says. */
-  provider?: ModelProvider;
-  /** Providers by name; `scripted` is always available. */
-  providers?: ProviderRegistry;
-  /** Tools the agent may call, by name. */
+  /** Resolves `provider:model` names (a resolver, or its options). @default new ModelResolver() */
+  models?: ModelResolver | ModelResolverOptions;
+  /** Use this model for every agent, whatever its `model` says (tests, proxies). */
+  model?: LanguageModel;
+  /** Tools the agents may call, by name. */
   tools?: ToolRegistry;
-  /** Model turns at most. @default agent.options.maxSteps ?? 8 */
+  /** Model turns at most per agent. @default agent.options.maxSteps ?? 8 */
   maxSteps?: number;
   taskId?: string;
   attempt?: number;
+  /** Earlier turns of the conversation, before this input (conversation memory). */
+  history?: readonly Message[];
+  /** Awaited with each message as it joins the conversation: the input, then every assistant message and tool result. */
+  onMessage?: (message: Message) => void | Promise<void>;
 }
 
 export interface RunResult {
+  /** The final agent's last answer. */
   text: string;
+  /** The answer parsed and checked against the agent's `outputSchema`, when it has one. */
+  output?: JsonValue;
   steps: number;
   usage: Usage;
+  /** The agent that gave the answer (a swarm's last). */
+  agent: string;
 }
 
-const builtIn = scriptedProvider();
-
-function resolveProvider(spec: AgentSpec, options: RunOptions): ModelProvider {
-  if (options.provider) return options.provider;
-  const name = spec.model.slice(0, spec.model.indexOf(":"));
-  const provider = lookupProvider(options.providers, name) ?? (name === "scripted" ? builtIn : undefined);
-  if (!provider) {
-    throw new FlotillaError(ErrorCodes.UNKNOWN_PROVIDER, `no provider "${name}" is registered on this worker (model "${spec.model}")`);
-  }
-  return provider;
-}
+/** The built-in tool a swarm's agents hand control over with. */
+export const HANDOFF_TOOL = "transfer_to_agent";
 
 const addUsage = (a: Usage, b: Usage): Usage => ({
   inputTokens: a.inputTokens + b.inputTokens,
@@ -43,88 +54,177 @@ const addUsage = (a: Usage, b: Usage): Usage => ({
   totalTokens: a.totalTokens + b.totalTokens,
 });
 
+interface Conversation {
+  messages: Message[];
+  usage: Usage;
+  steps: number;
+}
+
+interface Context {
+  options: RunOptions;
+  signal: AbortSignal;
+  resolver: ModelResolver;
+  conversation: Conversation;
+}
+
+const specOf = (runnable: RunnableSpec | { toJSON(): RunnableSpec }): RunnableSpec =>
+  "toJSON" in runnable && typeof runnable.toJSON === "function" ? runnable.toJSON() : (runnable as RunnableSpec);
+
 /**
- * Runs an agent: model turn, then the tools it asked for (in parallel), then the model again,
- * up to `maxSteps` turns. Yields events as they happen; returns the final text and usage.
- * Tool errors go back to the model as error results; an unknown provider or tool fails the run.
+ * Runs an agent or a swarm: model turn, then the tools it asked for (in parallel), then the model
+ * again, up to `maxSteps` turns per agent. Yields events as they happen; returns the final answer
+ * and usage. Tool errors go back to the model as error results; an unknown model or tool fails the
+ * run; an answer that misses the agent's output schema is an OUTPUT_INVALID error.
  */
-async function* stream(agent: Agent | AgentSpec, input: JsonValue, options: RunOptions = {}): AsyncGenerator<AgentEvent, RunResult, undefined> {
-  const spec: AgentSpec = "toJSON" in agent && typeof agent.toJSON === "function" ? agent.toJSON() : (agent as AgentSpec);
+async function* stream(
+  runnable: RunnableSpec | { toJSON(): RunnableSpec },
+  input: JsonValue,
+  options: RunOptions = {},
+): AsyncGenerator<AgentEvent, RunResult, undefined> {
+  const spec = specOf(runnable);
   const signal = options.signal ?? new AbortController().signal;
-  const provider = resolveProvider(spec, options);
-  const tools = spec.tools.map((name) => {
-    const tool = lookupTool(options.tools, name);
-    if (!tool) throw new FlotillaError(ErrorCodes.UNKNOWN_TOOL, `agent "${spec.name}" uses tool "${name}", which this worker does not register`);
+  const resolver = options.models instanceof ModelResolver ? options.models : new ModelResolver(options.models);
+  const ctx: Context = { options, signal, resolver, conversation: { messages: [...(options.history ?? [])], usage: zero(), steps: 0 } };
+  await add(ctx, { role: "user", content: inputText(input) });
+  let result: { text: string; agent: AgentSpec };
+  if (spec.kind === "swarm") result = yield* runSwarm(spec, ctx);
+  else result = { text: (yield* runAgent(spec, ctx, [])).text, agent: spec };
+  const { usage, steps } = ctx.conversation;
+  yield { type: "usage", ...usage };
+  const output = result.agent.outputSchema ? parseOutput(result.text, result.agent.outputSchema) : undefined;
+  return { text: result.text, ...(output !== undefined && { output }), steps, usage, agent: result.agent.name };
+}
+
+const zero = (): Usage => ({ inputTokens: 0, outputTokens: 0, totalTokens: 0 });
+
+async function add(ctx: Context, message: Message): Promise<void> {
+  ctx.conversation.messages.push(message);
+  await ctx.options.onMessage?.(message);
+}
+
+function toolsOf(agent: AgentSpec, registry: ToolRegistry | undefined): Tool[] {
+  return agent.tools.map((name) => {
+    const tool = lookupTool(registry, name);
+    if (!tool) throw new FlotillaError(ErrorCodes.UNKNOWN_TOOL, `agent "${agent.name}" uses tool "${name}", which this worker does not register`);
     return tool;
   });
-  const maxStepsOption = spec.options.maxSteps;
-  const maxSteps = options.maxSteps ?? (typeof maxStepsOption === "number" ? maxStepsOption : 8);
-  const messages: Message[] = [{ role: "user", content: typeof input === "string" ? input : JSON.stringify(input) }];
-  let usage: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
-  let text = "";
-  let steps = 0;
+}
 
+/** Runs one tool call with the run's signal; a failure becomes an error result for the model. */
+export async function runToolCall(
+  tool: Tool | undefined,
+  call: ToolCall,
+  context: { signal: AbortSignal; taskId: string; attempt: number },
+): Promise<{ result: JsonValue; isError: boolean }> {
+  if (!tool) return { result: `unknown tool "${call.name}"`, isError: true };
+  const args = tool.inputSchema.safeParse(call.args);
+  if (!args.success) return { result: `invalid arguments: ${args.error.issues[0]?.message}`, isError: true };
+  try {
+    const result = await tool.execute(args.data, context);
+    return { result: (result ?? null) as JsonValue, isError: false };
+  } catch (err) {
+    if (context.signal.aborted) throw context.signal.reason;
+    return { result: toTaskError(err, ErrorCodes.TOOL_ERROR).message, isError: true };
+  }
+}
+
+interface AgentOutcome {
+  text: string;
+  handoff?: { to: string; reason: string | undefined };
+}
+
+/** One agent's turns; `handoffTargets` non-empty gives it the handoff tool (a swarm member). */
+async function* runAgent(agent: AgentSpec, ctx: Context, handoffTargets: readonly string[]): AsyncGenerator<AgentEvent, AgentOutcome, undefined> {
+  const { options, signal } = ctx;
+  const model = options.model ?? (await ctx.resolver.resolve(agent.model));
+  const tools = toolsOf(agent, options.tools);
+  const definitions: LanguageModelV4FunctionTool[] = tools.map(toolDefinition);
+  if (handoffTargets.length > 0) definitions.push(handoffDefinition(handoffTargets));
+  const maxStepsOption = agent.options.maxSteps;
+  const maxSteps = options.maxSteps ?? (typeof maxStepsOption === "number" ? maxStepsOption : 8);
+  let text = "";
   for (let step = 0; step < maxSteps; step++) {
     if (signal.aborted) throw signal.reason;
-    const calls: ToolCallPart[] = [];
-    let turnText = "";
-    let turnUsage: Usage | undefined;
-    let finishReason = "stop";
-    for await (const chunk of provider.stream({
-      model: spec.model.slice(spec.model.indexOf(":") + 1),
-      instructions: spec.instructions,
-      messages,
-      tools: tools.map((t) => ({ name: t.name, description: t.description })),
-      options: spec.options,
-      signal,
-    })) {
-      if (signal.aborted) throw signal.reason;
-      switch (chunk.type) {
-        case "text":
-          turnText += chunk.delta;
-          yield { type: "text", delta: chunk.delta };
-          break;
-        case "tool_call":
-          calls.push({ toolCallId: chunk.toolCallId, name: chunk.name, args: chunk.args });
-          yield { type: "tool_call", toolCallId: chunk.toolCallId, name: chunk.name, args: chunk.args };
-          break;
-        case "usage":
-          turnUsage = chunk.usage;
-          break;
-        case "finish":
-          finishReason = chunk.reason;
-          break;
-      }
-    }
-    steps++;
-    if (turnUsage) usage = addUsage(usage, turnUsage);
-    yield turnUsage ? { type: "step", index: step, finishReason, usage: turnUsage } : { type: "step", index: step, finishReason };
-    messages.push({ role: "assistant", content: turnText, toolCalls: calls });
-    text = turnText;
-    if (calls.length === 0) break;
-
+    const turn = yield* modelTurn({ model, agent, messages: ctx.conversation.messages, tools: definitions, signal });
+    ctx.conversation.steps++;
+    ctx.conversation.usage = addUsage(ctx.conversation.usage, turn.usage);
+    yield { type: "step", index: ctx.conversation.steps - 1, finishReason: turn.finishReason, usage: turn.usage };
+    text = turn.text;
+    await add(ctx, {
+      role: "assistant",
+      content: turn.text,
+      ...(turn.toolCalls.length > 0 && { toolCalls: turn.toolCalls }),
+      ...(handoffTargets.length > 0 && { agent: agent.name }),
+    });
+    if (turn.toolCalls.length === 0) break;
+    const handoff = turn.toolCalls.find((c) => c.name === HANDOFF_TOOL);
     const results = await Promise.all(
-      calls.map(async (call) => {
+      turn.toolCalls.map(async (call) => {
+        if (call.name === HANDOFF_TOOL) return handoffResult(call, handoffTargets, handoff === call);
         const tool = tools.find((t) => t.name === call.name);
-        if (!tool) return { call, isError: true, result: `unknown tool "${call.name}"` as JsonValue };
-        const args = tool.inputSchema.safeParse(call.args);
-        if (!args.success) return { call, isError: true, result: `invalid arguments: ${args.error.issues[0]?.message}` as JsonValue };
-        try {
-          const result = await tool.execute(args.data, { signal, taskId: options.taskId ?? "", attempt: options.attempt ?? 1 });
-          return { call, isError: false, result: (result ?? null) as JsonValue };
-        } catch (err) {
-          if (signal.aborted) throw signal.reason;
-          return { call, isError: true, result: toTaskError(err, ErrorCodes.TOOL_ERROR).message as JsonValue };
-        }
+        return { call, ...(await runToolCall(tool, call, { signal, taskId: options.taskId ?? "", attempt: options.attempt ?? 1 })) };
       }),
     );
-    for (const { call, isError, result } of results) {
+    for (const { call, result, isError } of results) {
       yield { type: "tool_result", toolCallId: call.toolCallId, name: call.name, result, isError };
-      messages.push({ role: "tool", toolCallId: call.toolCallId, name: call.name, content: result, isError });
+      await add(ctx, { role: "tool", toolCallId: call.toolCallId, name: call.name, content: result, isError });
+    }
+    const accepted = results.find((r) => r.call === handoff && !r.isError);
+    if (accepted) {
+      const args = handoff!.args as { agent: string; reason?: string };
+      return { text, handoff: { to: args.agent, reason: args.reason } };
     }
   }
-  yield { type: "usage", ...usage };
-  return { text, steps, usage };
+  return { text };
+}
+
+function handoffDefinition(targets: readonly string[]): LanguageModelV4FunctionTool {
+  return {
+    type: "function",
+    name: HANDOFF_TOOL,
+    description: `Hand the conversation over to another agent, who carries on from here: ${targets.join(", ")}.`,
+    inputSchema: {
+      type: "object",
+      properties: { agent: { type: "string", enum: [...targets] }, reason: { type: "string" } },
+      required: ["agent"],
+      additionalProperties: false,
+    },
+  };
+}
+
+function handoffResult(call: ToolCall, targets: readonly string[], first: boolean) {
+  const to = (call.args as { agent?: unknown } | null)?.agent;
+  if (typeof to !== "string" || !targets.includes(to)) {
+    return { call, result: `no agent "${String(to)}"; choose one of ${targets.join(", ")}` as JsonValue, isError: true };
+  }
+  if (!first) return { call, result: "only one handoff per turn" as JsonValue, isError: true };
+  return { call, result: `transferred to ${to}` as JsonValue, isError: false };
+}
+
+async function* runSwarm(swarm: SwarmSpec, ctx: Context): AsyncGenerator<AgentEvent, { text: string; agent: AgentSpec }, undefined> {
+  const byName = new Map(swarm.agents.map((a) => [a.name, a]));
+  if (swarm.mode === "pipeline") {
+    let text = "";
+    let last = swarm.agents[0]!;
+    for (const [i, agent] of swarm.agents.entries()) {
+      if (i > 0) {
+        yield { type: "handoff", from: last.name, to: agent.name, reason: "pipeline" };
+        // The next agent is given the previous one's answer as its input.
+        await add(ctx, { role: "user", content: text });
+      }
+      text = (yield* runAgent(agent, ctx, [])).text;
+      last = agent;
+    }
+    return { text, agent: last };
+  }
+  let current = byName.get(swarm.entry ?? swarm.agents[0]!.name)!;
+  for (let handoffs = 0; ; handoffs++) {
+    const others = handoffs < swarm.maxHandoffs ? swarm.agents.filter((a) => a !== current).map((a) => a.name) : [];
+    const outcome = yield* runAgent(current, ctx, others);
+    if (!outcome.handoff) return { text: outcome.text, agent: current };
+    yield { type: "handoff", from: current.name, to: outcome.handoff.to, ...(outcome.handoff.reason && { reason: outcome.handoff.reason }) };
+    current = byName.get(outcome.handoff.to)!;
+  }
 }
 
 export const run = { stream };

@@ -1,6 +1,6 @@
+import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { ErrorCodes, FlotillaError, type JsonValue } from "@flotilla/core";
 import { z } from "zod";
-import type { Message, ModelChunk, ModelProvider, ModelRequest } from "./provider.ts";
 
 /** What `agent.options.scripted` may say; every field optional. */
 export const ScriptSchema = z
@@ -21,18 +21,18 @@ export const ScriptSchema = z
   .strict();
 export type Script = z.infer<typeof ScriptSchema>;
 
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.reject(signal.reason);
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise((resolve, reject) => {
     const onAbort = () => {
       clearTimeout(timer);
-      reject(signal.reason);
+      reject(signal!.reason);
     };
     const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
+      signal?.removeEventListener("abort", onAbort);
       resolve();
     }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
+    signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
 
@@ -46,51 +46,101 @@ function tokenize(text: string, chunkSize: number): string[] {
 }
 
 const words = (s: string) => (s.match(/\S+/g) ?? []).length;
-const asText = (v: JsonValue) => (typeof v === "string" ? v : JSON.stringify(v));
+const asText = (v: unknown) => (typeof v === "string" ? v : JSON.stringify(v));
+
+const usage = (input: number, output: number) => ({
+  inputTokens: { total: input, noCache: input, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: output, text: output, reasoning: undefined },
+});
 
 /**
- * A deterministic model with no network: streams its reply token by token, calls tools on cue,
- * fails or goes slow when told to. Used by the demo and the tests; configured per agent through
- * `options.scripted` (see ScriptSchema).
+ * A deterministic model with no network, on the AI SDK's model interface like any other: streams
+ * its reply token by token, calls tools on cue, fails or goes slow when told to. Configured per
+ * agent through `options.scripted` (see ScriptSchema), which reaches it as provider options.
+ * Used by the demo, the examples and the tests.
  */
-export function scriptedProvider(): ModelProvider {
-  return {
-    name: "scripted",
-    async *stream(request: ModelRequest): AsyncGenerator<ModelChunk> {
-      const parsed = ScriptSchema.safeParse(request.options.scripted ?? {});
+export function scriptedModel(modelId = "scripted"): LanguageModelV4 {
+  const model: LanguageModelV4 = {
+    specificationVersion: "v4",
+    provider: "scripted",
+    modelId,
+    supportedUrls: {},
+    async doGenerate(options) {
+      const { stream } = await model.doStream(options);
+      const content: Array<{ type: "text"; text: string } | { type: "tool-call"; toolCallId: string; toolName: string; input: string }> = [];
+      let text = "";
+      let finish: Extract<LanguageModelV4StreamPart, { type: "finish" }> | undefined;
+      for await (const part of stream) {
+        if (part.type === "text-delta") text += part.delta;
+        else if (part.type === "tool-call") content.push(part);
+        else if (part.type === "finish") finish = part;
+        else if (part.type === "error") throw part.error;
+      }
+      if (text) content.unshift({ type: "text", text });
+      return { content, finishReason: finish!.finishReason, usage: finish!.usage, warnings: [] };
+    },
+    async doStream(options: LanguageModelV4CallOptions) {
+      const parsed = ScriptSchema.safeParse(options.providerOptions?.scripted ?? {});
       if (!parsed.success) {
         throw new FlotillaError(ErrorCodes.VALIDATION, `invalid options.scripted: ${parsed.error.issues[0]?.message}`);
       }
-      const script = parsed.data;
-      const messages = request.messages;
-      const input = messages.find((m): m is Extract<Message, { role: "user" }> => m.role === "user")?.content ?? "";
-      const toolResults = messages.filter((m): m is Extract<Message, { role: "tool" }> => m.role === "tool");
-      const inputTokens = messages.reduce((n, m) => n + words("content" in m ? asText(m.content) : ""), words(request.instructions));
-
-      if (script.toolCalls?.length && toolResults.length === 0) {
-        let i = 0;
-        for (const call of script.toolCalls) {
-          yield { type: "tool_call", toolCallId: `call_${++i}`, name: call.name, args: call.args };
-        }
-        yield { type: "usage", usage: { inputTokens, outputTokens: script.toolCalls.length, totalTokens: inputTokens + script.toolCalls.length } };
-        yield { type: "finish", reason: "tool_calls" };
-        return;
-      }
-
-      const toolSummary = toolResults.map((r) => `${r.name} returned ${asText(r.content)}.`).join(" ");
-      const template = script.reply ?? (toolSummary ? `${toolSummary} Echo: {input}` : "Echo: {input}");
-      const tokens = tokenize(template.replaceAll("{input}", input), script.chunkSize ?? 0);
-      let emitted = 0;
-      for (const token of tokens) {
-        if (script.failWith !== undefined && emitted >= (script.failAfterTokens ?? 0)) break;
-        if (script.tokenDelayMs) await sleep(script.tokenDelayMs, request.signal);
-        else if (request.signal.aborted) throw request.signal.reason;
-        yield { type: "text", delta: token };
-        emitted++;
-      }
-      if (script.failWith !== undefined) throw new FlotillaError(ErrorCodes.AGENT_ERROR, script.failWith);
-      yield { type: "usage", usage: { inputTokens, outputTokens: emitted, totalTokens: inputTokens + emitted } };
-      yield { type: "finish", reason: "stop" };
+      return { stream: ReadableStream.from(script(parsed.data, options)) };
     },
   };
+  return model;
+}
+
+async function* script(s: Script, options: LanguageModelV4CallOptions): AsyncGenerator<LanguageModelV4StreamPart> {
+  const signal = options.abortSignal;
+  const prompt = options.prompt;
+  // The turn answers the last user message; tool results after it are this turn's to use.
+  let lastUser = -1;
+  for (let i = 0; i < prompt.length; i++) if (prompt[i]!.role === "user") lastUser = i;
+  const userMessage = prompt[lastUser];
+  const input =
+    userMessage?.role === "user" ? userMessage.content.map((p) => (p.type === "text" ? p.text : "")).join("") : "";
+  const toolResults = prompt
+    .slice(lastUser + 1)
+    .flatMap((m) => (m.role === "tool" ? m.content : []))
+    .flatMap((p) => (p.type === "tool-result" ? [p] : []));
+  const inputTokens = prompt.reduce(
+    (n, m) => n + words(typeof m.content === "string" ? m.content : m.content.map((p) => ("text" in p ? String(p.text) : "")).join(" ")),
+    0,
+  );
+  yield { type: "stream-start", warnings: [] };
+
+  // "First turn": none of its own tools has answered since the last user message (a swarm's
+  // earlier agents may have called others).
+  const own = new Set(s.toolCalls?.map((c) => c.name));
+  if (s.toolCalls?.length && !toolResults.some((r) => own.has(r.toolName))) {
+    let i = 0;
+    for (const call of s.toolCalls) {
+      yield { type: "tool-call", toolCallId: `call_${++i}`, toolName: call.name, input: JSON.stringify(call.args) };
+    }
+    yield { type: "finish", usage: usage(inputTokens, s.toolCalls.length), finishReason: { unified: "tool-calls", raw: "tool_calls" } };
+    return;
+  }
+
+  const summary = toolResults.map((r) => `${r.toolName} returned ${asText(outputValue(r.output))}.`).join(" ");
+  const template = s.reply ?? (summary ? `${summary} Echo: {input}` : "Echo: {input}");
+  const tokens = tokenize(template.replaceAll("{input}", input), s.chunkSize ?? 0);
+  let emitted = 0;
+  yield { type: "text-start", id: "t0" };
+  for (const token of tokens) {
+    if (s.failWith !== undefined && emitted >= (s.failAfterTokens ?? 0)) break;
+    if (s.tokenDelayMs) await sleep(s.tokenDelayMs, signal);
+    else if (signal?.aborted) throw signal.reason;
+    yield { type: "text-delta", id: "t0", delta: token };
+    emitted++;
+  }
+  if (s.failWith !== undefined) {
+    yield { type: "error", error: new FlotillaError(ErrorCodes.AGENT_ERROR, s.failWith) };
+    return;
+  }
+  yield { type: "text-end", id: "t0" };
+  yield { type: "finish", usage: usage(inputTokens, emitted), finishReason: { unified: "stop", raw: "stop" } };
+}
+
+function outputValue(output: { type: string; value?: unknown }): JsonValue {
+  return (output.value ?? null) as JsonValue;
 }

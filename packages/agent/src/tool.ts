@@ -1,5 +1,6 @@
+import type { LanguageModelV4FunctionTool } from "@ai-sdk/provider";
 import type { JsonValue } from "@flotilla/core";
-import type { z } from "zod";
+import { z } from "zod";
 
 export interface ToolContext {
   /** Aborted when the task is cancelled, times out or the worker shuts down. */
@@ -28,4 +29,10 @@ export function lookupTool(registry: ToolRegistry | undefined, name: string): To
   if (!registry) return undefined;
   if (registry instanceof Map) return registry.get(name);
   return Object.hasOwn(registry, name) ? (registry as Record<string, Tool>)[name] : undefined;
+}
+
+/** A tool as the model is told about it: its name, description and input as JSON Schema. */
+export function toolDefinition(tool: Tool): LanguageModelV4FunctionTool {
+  const { $schema: _, ...schema } = z.toJSONSchema(tool.inputSchema, { io: "input", target: "draft-7" }) as Record<string, unknown>;
+  return { type: "function", name: tool.name, description: tool.description, inputSchema: schema as LanguageModelV4FunctionTool["inputSchema"] };
 }

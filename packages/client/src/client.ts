@@ -1,8 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Broker, type DeadLetter } from "@flotilla/broker";
 import {
-  type AgentSpec,
-  AgentSpecSchema,
   closeRedis,
   createKeys,
   DuplicateTaskError,
@@ -11,6 +9,7 @@ import {
   type JsonValue,
   JsonValueSchema,
   type Keys,
+  type Message,
   newId,
   type OwnedRedis,
   openRedis,
@@ -20,6 +19,8 @@ import {
   type ResolvedSubmitOptions,
   type Retention,
   type RetentionOptions,
+  type RunnableSpec,
+  RunnableSpecSchema,
   resolveRetention,
   type Serializable,
   type SubmitOptions,
@@ -33,6 +34,7 @@ import {
 } from "@flotilla/core";
 import { StatusFeed } from "@flotilla/events";
 import { type FleetStatus, type FleetStatusOptions, getFleetStatus } from "@flotilla/health";
+import { checkConversationId, loadHistory, type MemoryStore, RedisMemoryStore } from "@flotilla/memory";
 import { type ListTasksOptions, type NewTask, type TaskPage, TaskStore } from "@flotilla/store";
 import { z } from "zod";
 import type { ClientContext } from "./context.ts";
@@ -48,10 +50,20 @@ export interface ClientOptions {
   maxPayloadBytes?: number;
   /** How long to wait for Redis to answer before a ConnectionError. @default 5_000 */
   connectTimeoutMs?: number;
+  /** Memory stores by name, for `conversation()`; `redis` (this client's connection) is built in. */
+  memory?: Record<string, MemoryStore>;
 }
 
-/** Anything `submit` accepts as an agent: an object with `toJSON()` (Agent) or its plain JSON. */
-export type AgentLike = Serializable | AgentSpec;
+/** Anything `submit` accepts as an agent: an object with `toJSON()` (Agent, Swarm) or its plain JSON. */
+export type AgentLike = Serializable | RunnableSpec;
+
+/** A conversation kept by a memory store, as the client reads it. */
+export interface Conversation {
+  /** Its messages, oldest first (a retried task's earlier attempts left out). */
+  messages(): Promise<Message[]>;
+  /** Forgets it. */
+  clear(): Promise<void>;
+}
 
 const ListOptionsSchema = z
   .object({
@@ -79,6 +91,7 @@ export class FlotillaClient {
   private feed: StatusFeed | undefined;
   /** Queues whose consumer group and registry entry this client has made sure of. */
   private readonly knownQueues = new Set<string>();
+  private readonly memoryStores: Record<string, MemoryStore>;
   private readonly ctx: ClientContext;
   private closed = false;
 
@@ -88,6 +101,7 @@ export class FlotillaClient {
     this.keys = createKeys(options.prefix);
     this.retention = resolveRetention(options.retention);
     this.maxPayloadBytes = options.maxPayloadBytes ?? 1_048_576;
+    this.memoryStores = { ...options.memory };
     this.conn = openRedis(this.redisOption, "command", { failFast: true, connectTimeoutMs: this.connectTimeoutMs });
     this.conn.redis.on("error", () => {}); // surfaced per command as ConnectionError
     this.store = new TaskStore(this.conn.redis, this.keys, this.retention);
@@ -114,7 +128,7 @@ export class FlotillaClient {
    */
   async submit(agent: AgentLike, input: JsonValue, options: SubmitOptions = {}): Promise<TaskHandle> {
     this.assertOpen();
-    const spec = parseInput(AgentSpecSchema, serialise(agent), "agent");
+    const spec = parseInput(RunnableSpecSchema, serialise(agent), "agent");
     const opts = parseInput(SubmitOptionsSchema, options, "options");
     const value = parseInput(JsonValueSchema, input, "input");
     const payload = JSON.stringify({ agent: spec, input: value });
@@ -182,7 +196,7 @@ export class FlotillaClient {
     const now = Date.now();
     const prepared = items.map((item, i) => {
       try {
-        const spec = parseInput(AgentSpecSchema, serialise(item.agent), "agent");
+        const spec = parseInput(RunnableSpecSchema, serialise(item.agent), "agent");
         const opts = parseInput(SubmitOptionsSchema, item.options ?? {}, "options");
         if (opts.idempotencyKey !== undefined) {
           throw new ValidationError("options", [{ path: "idempotencyKey", message: "not supported by submitMany" }]);
@@ -254,6 +268,25 @@ export class FlotillaClient {
   /** Re-attaches to a task by id (from any process). */
   handle(taskId: string): TaskHandle {
     return new TaskHandle(this.ctx, parseInput(TaskIdSchema, taskId, "taskId"));
+  }
+
+  /**
+   * A conversation agents remember across tasks (tasks name it in `metadata.memory`). `store`
+   * names a store given in `options.memory`, or `redis` (the default) for this client's Redis.
+   */
+  conversation(conversationId: string, store = "redis"): Conversation {
+    const id = checkConversationId(conversationId);
+    const memory = Object.hasOwn(this.memoryStores, store)
+      ? this.memoryStores[store]!
+      : store === "redis"
+        ? new RedisMemoryStore(this.conn.redis, { prefix: this.keys.prefix })
+        : undefined;
+    if (!memory) throw new FlotillaError(ErrorCodes.UNKNOWN_MEMORY, `this client has no memory store "${store}"`);
+    const redis = this.conn.redis;
+    return {
+      messages: () => withRedis(redis, () => loadHistory(memory, id)),
+      clear: () => withRedis(redis, () => memory.clear(id)),
+    };
   }
 
   /** Tasks newest first, optionally filtered; pass `nextCursor` back for the next page. */

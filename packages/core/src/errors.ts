@@ -20,6 +20,12 @@ export const ErrorCodes = {
   STALE_ATTEMPT: "STALE_ATTEMPT",
   DELIVERY_LIMIT: "DELIVERY_LIMIT",
   UNRECOVERABLE: "UNRECOVERABLE",
+  /** A task names a memory store its worker does not have. */
+  UNKNOWN_MEMORY: "UNKNOWN_MEMORY",
+  /** The model's final answer did not match the agent's output schema. */
+  OUTPUT_INVALID: "OUTPUT_INVALID",
+  /** The model provider's API refused or failed the call (retryable or not, as the provider says). */
+  MODEL_ERROR: "MODEL_ERROR",
   CLOSED: "CLOSED",
 } as const;
 
@@ -155,6 +161,8 @@ const NON_RETRYABLE: ReadonlySet<string> = new Set([
   ErrorCodes.UNKNOWN_AGENT,
   ErrorCodes.INVALID_PAYLOAD,
   ErrorCodes.UNRECOVERABLE,
+  ErrorCodes.OUTPUT_INVALID,
+  ErrorCodes.UNKNOWN_MEMORY,
   ErrorCodes.CANCELLED,
 ]);
 

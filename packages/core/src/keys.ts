@@ -62,6 +62,8 @@ export interface Keys {
   queues(): string;
   /** String: the task id an idempotency key was first used for (the key is hashed; TTL = its window). */
   idempotency(key: string): string;
+  /** List: a conversation's messages (JSON entries, oldest first), for agents' memory. */
+  memory(conversationId: string): string;
   /** Sorted set: worker ids by last heartbeat. */
   workers(): string;
   /** String (JSON): one worker's heartbeat record. */
@@ -99,6 +101,7 @@ export function createKeys(prefix = "flotilla"): Keys {
     batch: (q, id) => `${tagged("queue", q)}:batch:${id}`,
     queues: () => `${prefix}:queues`,
     idempotency: (key) => `${prefix}:idem:{${createHash("sha1").update(key).digest("hex")}}`,
+    memory: (id) => tagged("memory", id),
     workers: () => `${prefix}:{health}:workers`,
     worker: (id) => {
       if (!SAFE_ID.test(id)) throw invalid("worker", id);

@@ -42,10 +42,53 @@ export const AgentSpecSchema = z
     instructions: z.string().max(200_000).default(""),
     tools: z.array(z.string().min(1).max(128)).max(128).default([]),
     options: z.record(z.string(), JsonValueSchema).default({}),
+    /** The final answer must be JSON matching this JSON Schema (the serialised form of a zod schema). */
+    outputSchema: z.record(z.string(), JsonValueSchema).optional(),
   })
   .strict();
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 export type AgentSpecInput = z.input<typeof AgentSpecSchema>;
+
+/** Several agents run as one task: handing control to each other, or one after another. */
+export const SwarmSpecSchema = z
+  .object({
+    kind: z.literal("swarm"),
+    name: z.string().min(1).max(128),
+    agents: z
+      .array(AgentSpecSchema)
+      .min(1)
+      .max(32)
+      .refine((agents) => new Set(agents.map((a) => a.name)).size === agents.length, "agent names must be unique"),
+    /** `handoff`: the entry agent runs and may transfer control with the built-in handoff tool;
+     * `pipeline`: every agent runs in order, each given the previous one's answer. */
+    mode: z.enum(["handoff", "pipeline"]).default("handoff"),
+    /** The agent that starts (handoff mode). @default the first */
+    entry: z.string().optional(),
+    /** Handoffs at most in one run. @default 8 */
+    maxHandoffs: z.number().int().min(0).max(100).default(8),
+  })
+  .strict()
+  .refine((s) => s.entry === undefined || s.agents.some((a) => a.name === s.entry), { message: "entry must name one of the agents", path: ["entry"] });
+export type SwarmSpec = z.infer<typeof SwarmSpecSchema>;
+export type SwarmSpecInput = z.input<typeof SwarmSpecSchema>;
+
+/** What a task runs: one agent or a swarm. */
+export const RunnableSpecSchema = z.discriminatedUnion("kind", [AgentSpecSchema, SwarmSpecSchema]);
+export type RunnableSpec = AgentSpec | SwarmSpec;
+
+/** One message of a conversation, as memory stores keep it and runs replay it. */
+export const MessageSchema = z.discriminatedUnion("role", [
+  z.object({ role: z.literal("user"), content: z.string() }),
+  z.object({
+    role: z.literal("assistant"),
+    content: z.string(),
+    toolCalls: z.array(z.object({ toolCallId: z.string(), name: z.string(), args: JsonValueSchema })).optional(),
+    /** Which agent of a swarm said it. */
+    agent: z.string().optional(),
+  }),
+  z.object({ role: z.literal("tool"), toolCallId: z.string(), name: z.string(), content: JsonValueSchema, isError: z.boolean() }),
+]);
+export type Message = z.infer<typeof MessageSchema>;
 
 /** Anything `distributed()` can run: it serialises itself. */
 export interface Serializable {
@@ -118,7 +161,7 @@ export type SubmitOptions = z.input<typeof SubmitOptionsSchema>;
 export type ResolvedSubmitOptions = z.output<typeof SubmitOptionsSchema>;
 
 /** What the queue carries for each task: the agent and its input. */
-export const TaskPayloadSchema = z.object({ agent: AgentSpecSchema, input: JsonValueSchema }).strict();
+export const TaskPayloadSchema = z.object({ agent: RunnableSpecSchema, input: JsonValueSchema }).strict();
 export type TaskPayload = z.infer<typeof TaskPayloadSchema>;
 
 export const TaskErrorSchema = z.object({ message: z.string(), code: z.string() });
@@ -132,6 +175,14 @@ const jsonText = z.string().transform((text, ctx) => {
   }
 });
 const num = z.coerce.number().int();
+
+/** Tokens a model call (or a whole run) used. */
+export const TokenUsageSchema = z.object({
+  inputTokens: z.number().int().min(0),
+  outputTokens: z.number().int().min(0),
+  totalTokens: z.number().int().min(0),
+});
+export type TokenUsage = z.infer<typeof TokenUsageSchema>;
 
 /** A task record as Redis stores it (every field a string), parsed back into types. */
 export const TaskRecordSchema = z.object({
@@ -160,6 +211,8 @@ export const TaskRecordSchema = z.object({
   waitMs: num.optional(),
   durationMs: num.optional(),
   seq: num.min(0).default(0),
+  /** Token totals of the attempt that ended the task. */
+  usage: jsonText.pipe(TokenUsageSchema).optional(),
 });
 /** The public view of a task: `handle.status()` and `client.listTasks()` return these. */
 export type TaskResult = z.infer<typeof TaskRecordSchema>;

@@ -1,4 +1,4 @@
-import { JsonValueSchema, TaskErrorSchema } from "@flotilla/core";
+import { JsonValueSchema, TaskErrorSchema, TokenUsageSchema } from "@flotilla/core";
 import { z } from "zod";
 
 const base = {
@@ -13,11 +13,7 @@ const base = {
   agent: z.string(),
 };
 
-export const UsageSchema = z.object({
-  inputTokens: z.number().int().min(0),
-  outputTokens: z.number().int().min(0),
-  totalTokens: z.number().int().min(0),
-});
+export const UsageSchema = TokenUsageSchema;
 export type Usage = z.infer<typeof UsageSchema>;
 
 export const EventStatusSchema = z.enum(["pending", "running", "completed", "failed", "cancelled", "retrying"]);

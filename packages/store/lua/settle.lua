@@ -13,13 +13,13 @@
 --       lane order, then per outcome
 --       (WIDTH fields): lane, entryId|'' (no entry to settle), name, attempt, status, result|'', error|'',
 --       retryAt|'', release (1: a RETRYING that hands the task back unfinished and uses up no retry),
---       dead-letter reason|''
+--       dead-letter reason|'', usage (JSON token totals of the attempt)|''
 -- A RETRYING attempt of a task whose cancel was requested ends it CANCELLED instead.
 -- Returns {outcomes, started}: per outcome {'ok', status, deadLettered (0|1)} or
 -- {'rejected', reason, currentStatus}; per claimed entry a reply as in includes/start.lua.
 --@include "start"
 --@include "owner"
-local WIDTH = 10
+local WIDTH = 11
 local PRIORITY = { 'high', 'normal', 'low' }
 local group, consumer, now, base, recordTtl = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local settled = {}
@@ -56,6 +56,7 @@ end
 for i = 10, #ARGV, WIDTH do
   local lane, entryId, name, attempt, target = tonumber(ARGV[i]), ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local result, errText, retryAt, release, reason = ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9]
+  local usage = ARGV[i + 10]
   local key = base .. name
   local h = redis.call('HMGET', key, 'status', 'attempt', 'startedAt', 'cancelRequestedAt', 'cancelReason', 'taskId',
     'agent', 'seq', 'log', 'retries')
@@ -83,6 +84,7 @@ for i = 10, #ARGV, WIDTH do
   else
     local f = { 'status', target, 'durationMs', now - tonumber(h[3] or now) }
     if result ~= '' then f[#f + 1] = 'result'; f[#f + 1] = result end
+    if usage ~= '' then f[#f + 1] = 'usage'; f[#f + 1] = usage end
     local extra
     if errText ~= '' then
       f[#f + 1] = 'error'; f[#f + 1] = errText

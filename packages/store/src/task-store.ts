@@ -16,6 +16,7 @@ import {
   type TaskResult,
   type TaskStatus,
   TaskStatusSchema,
+  type TokenUsage,
   taskIdOf,
 } from "@flotilla/core";
 import type { Redis } from "ioredis";
@@ -115,6 +116,8 @@ export interface FinishInput {
   retryAt?: number | undefined;
   /** With RETRYING: the task is handed back unfinished (worker shutdown) and uses up no retry. */
   release?: boolean | undefined;
+  /** The attempt's token totals, kept on the record. */
+  usage?: TokenUsage | undefined;
 }
 
 /** An attempt's outcome with the queue entry to settle: acknowledged, delayed for a retry, or dead-lettered. */
@@ -344,6 +347,7 @@ export class TaskStore {
         o.retryAt ?? "",
         o.release ? 1 : 0,
         o.deadReason ?? "",
+        o.usage ? JSON.stringify(o.usage) : "",
       );
     }
     const [settled, started] = (await scripts.settle.run(

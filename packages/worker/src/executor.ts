@@ -1,4 +1,4 @@
-import type { AgentSpec, JsonValue, Priority } from "@flotilla/core";
+import type { JsonValue, Priority, RunnableSpec, TokenUsage } from "@flotilla/core";
 import type { AgentEvent } from "@flotilla/events";
 
 /** Everything an executor needs to run one attempt of a task. */
@@ -7,13 +7,16 @@ export interface ExecutionContext {
   attempt: number;
   queue: string;
   priority: Priority;
-  agent: AgentSpec;
+  /** The agent or swarm to run. */
+  agent: RunnableSpec;
   input: JsonValue;
   metadata: Record<string, JsonValue>;
   /** Aborted on cancel, timeout, shutdown, or when the attempt lost its claim; `reason` says which. */
   signal: AbortSignal;
   /** Publishes an event (batched per tick, in order). */
   emit(event: AgentEvent): void;
+  /** Records the run's token totals on the task (the last report wins). */
+  reportUsage(usage: TokenUsage): void;
 }
 
 /**

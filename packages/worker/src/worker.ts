@@ -1,11 +1,9 @@
 import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
-import type { Agent, ModelProvider, ProviderRegistry, ToolRegistry } from "@flotilla/agent";
+import type { Agent, LanguageModel, OpenAICompatibleEndpoint, ProviderFactory, Swarm, ToolRegistry } from "@flotilla/agent";
 import { Broker, type Lane, parseEntry, type RawEntry } from "@flotilla/broker";
 import { CancelListener } from "@flotilla/cancel";
 import {
-  type AgentSpec,
-  AgentSpecSchema,
   type Backoff,
   type BackoffOptions,
   BackoffSchema,
@@ -30,15 +28,19 @@ import {
   type RedisConnection,
   type Retention,
   type RetentionOptions,
+  type RunnableSpec,
+  RunnableSpecSchema,
   resolveRetention,
   SubscriberHub,
   type TaskError,
   TaskPayloadSchema,
+  type TokenUsage,
   toTaskError,
   whenReady,
 } from "@flotilla/core";
 import { EventPublisher } from "@flotilla/events";
 import { Heartbeat } from "@flotilla/health";
+import { type MemoryStore, RedisMemoryStore } from "@flotilla/memory";
 import { type FinishInput, type StartReply, TaskStore } from "@flotilla/store";
 import { z } from "zod";
 import { agentExecutor } from "./agent-executor.ts";
@@ -60,13 +62,22 @@ export interface WorkerOptions {
    * definition, so a payload cannot change an agent's model, instructions or tools.
    * A task naming any other agent fails with UNKNOWN_AGENT.
    */
-  agents?: ReadonlyArray<Agent | AgentSpec>;
+  agents?: ReadonlyArray<Agent | Swarm | RunnableSpec>;
   /** Tools by name. A task can use only these. */
   tools?: ToolRegistry;
-  /** Model providers by name (`scripted` is built in). */
-  providers?: ProviderRegistry;
-  /** One provider for every model (tests, proxies). */
-  provider?: ModelProvider;
+  /**
+   * Makes the model for a `provider:model` name; asked first. Then: the built-in `scripted` model,
+   * `openAICompatible` endpoints, and installed AI SDK provider packages with their API keys in
+   * the environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, …). Anything else fails the task with
+   * UNKNOWN_PROVIDER naming the model.
+   */
+  providerFactory?: ProviderFactory;
+  /** OpenAI-compatible endpoints (vLLM, Ollama, …) by provider name: `{ ollama: { baseURL } }`. */
+  openAICompatible?: Record<string, OpenAICompatibleEndpoint>;
+  /** One model for every agent, whatever its `model` says (tests, proxies). */
+  model?: LanguageModel;
+  /** Memory stores by name, for tasks whose metadata names one; `redis` (this worker's connection) is built in. */
+  memory?: Record<string, MemoryStore>;
   /** Runs the agents; the default runs them in process. */
   executor?: Executor;
   /** Heartbeat record TTL; beats come every third of it. @default 15_000 */
@@ -143,7 +154,9 @@ export class Worker extends EventEmitter {
   private readonly retention: Retention;
   private readonly log: Logger;
   private readonly executor: Executor;
-  private readonly agents: ReadonlyMap<string, AgentSpec> | undefined;
+  private readonly agents: ReadonlyMap<string, RunnableSpec> | undefined;
+  private readonly memoryStores: Record<string, MemoryStore>;
+  private redisMemory: RedisMemoryStore | undefined;
   private readonly blockMs: number;
   private readonly heartbeatTtlMs: number;
   private readonly connectTimeoutMs: number;
@@ -197,16 +210,32 @@ export class Worker extends EventEmitter {
     if (this.leaseMs < 300) throw new FlotillaError(ErrorCodes.VALIDATION, `leaseMs must be at least 300, got ${this.leaseMs}`);
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${newId().slice(-6)}`;
     this.redisOption = options.redis;
+    this.memoryStores = { ...options.memory };
     this.executor =
-      options.executor ?? agentExecutor({ tools: options.tools, providers: options.providers, provider: options.provider });
+      options.executor ??
+      agentExecutor({
+        tools: options.tools,
+        providerFactory: options.providerFactory,
+        openAICompatible: options.openAICompatible,
+        model: options.model,
+        memory: (name) => this.memoryStore(name),
+      });
     if (options.agents) {
       this.agents = new Map(
         options.agents.map((a) => {
-          const spec = parseInput(AgentSpecSchema, "toJSON" in a ? a.toJSON() : a, "agent");
+          const spec = parseInput(RunnableSpecSchema, "toJSON" in a ? a.toJSON() : a, "agent");
           return [spec.name, spec] as const;
         }),
       );
     }
+  }
+
+  /** A memory store by name; `redis` is this worker's own connection unless one was given. */
+  private memoryStore(name: string): MemoryStore | undefined {
+    if (Object.hasOwn(this.memoryStores, name)) return this.memoryStores[name];
+    if (name !== "redis" || !this.conn) return undefined;
+    this.redisMemory ??= new RedisMemoryStore(this.conn.redis, { prefix: this.keys.prefix });
+    return this.redisMemory;
   }
 
   /** Ids of the tasks running now. */
@@ -562,7 +591,7 @@ export class Worker extends EventEmitter {
       const { attempt } = start;
       this.emit("task:started", { taskId, attempt });
 
-      let payload: { agent: AgentSpec; input: JsonValue };
+      let payload: { agent: RunnableSpec; input: JsonValue };
       let metadata: Record<string, JsonValue>;
       try {
         payload = parseStored(TaskPayloadSchema, JSON.parse(start.payload), `payload of task ${taskId}`);
@@ -602,6 +631,7 @@ export class Worker extends EventEmitter {
       aborted.catch(() => {});
 
       let outcome: FinishInput;
+      let usage: TokenUsage | undefined;
       try {
         const execution = this.executor.execute({
           taskId,
@@ -613,6 +643,9 @@ export class Worker extends EventEmitter {
           metadata,
           signal: controller.signal,
           emit: (event) => publisher.emit(event),
+          reportUsage: (u) => {
+            usage = u;
+          },
         });
         execution.catch(() => {}); // it may settle after an abort we already acted on
         // An executor that ignores its signal must not hold the task's outcome hostage.
@@ -637,7 +670,7 @@ export class Worker extends EventEmitter {
         this.log.warn("attempt lost its claim; leaving the outcome to its owner", { taskId, attempt });
         return;
       }
-      await this.record(lane, entryId, taskId, outcome);
+      await this.record(lane, entryId, taskId, usage ? { ...outcome, usage } : outcome);
     } finally {
       unwatch();
     }

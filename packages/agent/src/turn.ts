@@ -1,0 +1,122 @@
+import { APICallError, type LanguageModelV4FunctionTool, type LanguageModelV4StreamPart } from "@ai-sdk/provider";
+import { type AgentSpec, ErrorCodes, FlotillaError, type JsonValue, type Message, parseJsonOr } from "@flotilla/core";
+import type { AgentEvent, Usage } from "@flotilla/events";
+import { toPrompt } from "./messages.ts";
+import type { LanguageModel } from "./model.ts";
+import { sleep } from "./scripted.ts";
+
+export interface ToolCall {
+  toolCallId: string;
+  name: string;
+  args: JsonValue;
+}
+
+/** What one model turn produced. */
+export interface TurnResult {
+  text: string;
+  toolCalls: ToolCall[];
+  usage: Usage;
+  finishReason: string;
+}
+
+export interface TurnRequest {
+  model: LanguageModel;
+  agent: AgentSpec;
+  messages: readonly Message[];
+  /** Tools offered this turn, as JSON Schema. */
+  tools: readonly LanguageModelV4FunctionTool[];
+  signal: AbortSignal;
+  /** Retries of a retryable API error that came before any output. @default 2 */
+  maxRetries?: number;
+}
+
+/** Agent options passed to the model as call settings. */
+const SETTINGS = ["temperature", "maxOutputTokens", "topP", "topK", "seed", "presencePenalty", "frequencyPenalty"] as const;
+
+const ZERO: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+
+/**
+ * One model turn: streams the reply, yielding `text` and `tool_call` events as they come, and
+ * returns the text, the tool calls, usage and the finish reason. Provider errors become MODEL_ERROR
+ * (retryable as the provider says); one that comes before any output is retried here with backoff.
+ * An abort ends it with the signal's reason.
+ */
+export async function* modelTurn(request: TurnRequest): AsyncGenerator<AgentEvent, TurnResult, undefined> {
+  const { model, agent, signal } = request;
+  const settings: Record<string, unknown> = {};
+  for (const key of SETTINGS) if (typeof agent.options[key] === "number") settings[key] = agent.options[key];
+  const providerOptions = Object.fromEntries(
+    Object.entries(agent.options).filter(([k, v]) => !SETTINGS.includes(k as never) && k !== "maxSteps" && v !== null && typeof v === "object"),
+  ) as Record<string, Record<string, JsonValue>>;
+  const maxRetries = request.maxRetries ?? 2;
+  for (let attempt = 0; ; attempt++) {
+    let produced = false;
+    try {
+      const { stream } = await model.doStream({
+        prompt: toPrompt(agent.instructions, request.messages),
+        ...(request.tools.length > 0 && { tools: [...request.tools], toolChoice: { type: "auto" } }),
+        ...(agent.outputSchema && { responseFormat: { type: "json", schema: agent.outputSchema as never } }),
+        ...settings,
+        providerOptions: providerOptions as never,
+        abortSignal: signal,
+      });
+      let text = "";
+      const toolCalls: ToolCall[] = [];
+      let usage: Usage = ZERO;
+      let finishReason = "stop";
+      for await (const part of stream as AsyncIterable<LanguageModelV4StreamPart>) {
+        if (signal.aborted) throw signal.reason;
+        switch (part.type) {
+          case "text-delta":
+            if (!part.delta) break;
+            produced = true;
+            text += part.delta;
+            yield { type: "text", delta: part.delta };
+            break;
+          case "tool-call": {
+            produced = true;
+            const call = { toolCallId: part.toolCallId, name: part.toolName, args: parseJsonOr(part.input, part.input) as JsonValue };
+            toolCalls.push(call);
+            yield { type: "tool_call", ...call };
+            break;
+          }
+          case "finish": {
+            const input = part.usage.inputTokens.total ?? 0;
+            const output = part.usage.outputTokens.total ?? 0;
+            usage = { inputTokens: input, outputTokens: output, totalTokens: input + output };
+            finishReason = part.finishReason.unified;
+            break;
+          }
+          case "error":
+            throw part.error;
+        }
+      }
+      if (signal.aborted) throw signal.reason;
+      return { text, toolCalls, usage, finishReason };
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      const error = modelError(err);
+      if (produced || attempt >= maxRetries || !isRetryableApiError(err)) throw error;
+      await sleep(500 * 2 ** attempt, signal);
+    }
+  }
+}
+
+function isRetryableApiError(err: unknown): boolean {
+  return APICallError.isInstance(err) && err.isRetryable;
+}
+
+/** A provider's error as a FlotillaError; our own errors pass through. */
+function modelError(err: unknown): unknown {
+  if (err instanceof FlotillaError) return err;
+  if (APICallError.isInstance(err)) {
+    const e = new FlotillaError(ErrorCodes.MODEL_ERROR, `model call failed${err.statusCode ? ` (HTTP ${err.statusCode})` : ""}: ${err.message}`, {
+      cause: err,
+      details: { statusCode: err.statusCode, url: err.url },
+    });
+    if (!err.isRetryable) Object.assign(e, { retryable: false });
+    return e;
+  }
+  if (err instanceof Error) return new FlotillaError(ErrorCodes.MODEL_ERROR, `model call failed: ${err.message}`, { cause: err });
+  return new FlotillaError(ErrorCodes.MODEL_ERROR, `model call failed: ${String(err)}`);
+}
