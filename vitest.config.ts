@@ -3,7 +3,7 @@ import SummaryReporter from "./tooling/vitest/summary-reporter.ts";
 
 export default defineConfig({
   test: {
-    projects: ["packages/*", "apps/*"],
+    projects: ["packages/*", "apps/*", "examples"],
     reporters: ["default", new SummaryReporter()],
   },
 });

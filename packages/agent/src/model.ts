@@ -27,9 +27,11 @@ export interface ModelResolverOptions {
    * @default process.env
    */
   env?: Readonly<Record<string, string | undefined>> | undefined;
+  /** More AI SDK provider packages by name, beside KNOWN_PROVIDERS: `{ deepseek: { pkg: "@ai-sdk/deepseek", factory: "createDeepSeek", apiKey: "DEEPSEEK_API_KEY" } }`. */
+  packages?: Readonly<Record<string, KnownProvider>> | undefined;
 }
 
-interface KnownProvider {
+export interface KnownProvider {
   /** The npm package, an optional peer dependency: a worker installs only the providers it uses. */
   pkg: string;
   factory: string;
@@ -99,7 +101,7 @@ export class ModelResolver {
       const provider = createOpenAICompatible({ name, includeUsage: true, ...endpoint });
       return (id) => provider.chatModel(id);
     }
-    const known = KNOWN_PROVIDERS[name];
+    const known = this.options.packages?.[name] ?? KNOWN_PROVIDERS[name];
     if (!known) {
       throw unavailable(model, `no provider "${name}": pass a providerFactory, configure an OpenAI-compatible endpoint, or use one of ${Object.keys(KNOWN_PROVIDERS).join(", ")}`);
     }
