@@ -140,6 +140,20 @@ describe("agents on a real OpenAI-compatible endpoint (a local chat-completions 
       await reader.close();
     }
   });
+
+  it("keeps what was said when a run fails mid-way: the messages were saved as they came", async () => {
+    await env.worker({ openAICompatible: { local: { baseURL: server.baseURL } }, tools: { lookup } });
+    const conversationId = `chat-crash-${Date.now()}`;
+    server.reply({ toolCalls: [{ id: "call_9", name: "lookup", args: { word: "mast" } }] }, { status: 400, message: "the second turn fails" });
+    const handle = await env.client().submit(local("unlucky", { tools: ["lookup"] }), "How long is mast?", { metadata: { memory: { conversationId } } });
+    await expect(handle.result()).rejects.toBeInstanceOf(TaskFailedError);
+    const messages = await env.client().conversation(conversationId).messages();
+    expect(messages).toEqual([
+      { role: "user", content: "How long is mast?" },
+      { role: "assistant", content: "", toolCalls: [{ toolCallId: "call_9", name: "lookup", args: { word: "mast" } }] },
+      { role: "tool", toolCallId: "call_9", name: "lookup", content: { word: "mast", length: 4 }, isError: false },
+    ]);
+  });
 });
 
 describe("structured output, swarms and unknown models (scripted model)", () => {
