@@ -80,6 +80,12 @@ case "$cmd" in
     (cd "$ROOT" && node apps/demo/dist/main.js "$@") ;;
   test)
     ensure_redis
+    # The Temporal tests need the dev server binary: built once from the Go module proxy, then cached.
+    if temporal_bin="$(bash "$ROOT/tooling/scripts/temporal.sh")"; then
+      export FLOTILLA_TEMPORAL_BIN="$temporal_bin"
+    else
+      echo "[flotilla] WARNING: no Temporal dev server could be built; the Temporal tests will be skipped" >&2
+    fi
     (cd "$ROOT" && pnpm exec vitest run "$@") ;;
   *) (cd "$ROOT" && "$cmd" "$@") ;;
 esac

@@ -20,6 +20,11 @@ Options (each also read from the environment variable shown):
   --lease MS             FLOTILLA_LEASE_MS      default 30000
   --worker-id ID         FLOTILLA_WORKER_ID     default <hostname>-<pid>-<random>
   --log-level L          FLOTILLA_LOG_LEVEL     debug|info|warn|error, default info
+  --executor E           FLOTILLA_EXECUTOR      redis (run agents here) | temporal, default redis
+  --temporal-address A   TEMPORAL_ADDRESS       default 127.0.0.1:7233
+  --temporal-namespace N TEMPORAL_NAMESPACE     default default
+  --temporal-task-queue Q FLOTILLA_TEMPORAL_TASK_QUEUE  default flotilla
+  --temporal-worker B    FLOTILLA_TEMPORAL_WORKER  1 (also run a Temporal worker in this process) | 0
   --help
 
 Models: "provider:model" names resolve through the module's providerFactory, then the built-in
@@ -43,6 +48,11 @@ const ConfigSchema = z.object({
   leaseMs: z.coerce.number().int().min(300).default(30_000),
   workerId: z.string().optional(),
   logLevel: z.enum(["debug", "info", "warn", "error"]).default("info"),
+  executor: z.enum(["redis", "temporal"]).default("redis"),
+  temporalAddress: z.string().default("127.0.0.1:7233"),
+  temporalNamespace: z.string().default("default"),
+  temporalTaskQueue: z.string().default("flotilla"),
+  temporalWorker: z.enum(["0", "1", "true", "false"]).default("1").transform((v) => v === "1" || v === "true"),
 });
 export type WorkerAppConfig = z.infer<typeof ConfigSchema>;
 
@@ -57,6 +67,11 @@ const ENV: Record<string, string> = {
   leaseMs: "FLOTILLA_LEASE_MS",
   workerId: "FLOTILLA_WORKER_ID",
   logLevel: "FLOTILLA_LOG_LEVEL",
+  executor: "FLOTILLA_EXECUTOR",
+  temporalAddress: "TEMPORAL_ADDRESS",
+  temporalNamespace: "TEMPORAL_NAMESPACE",
+  temporalTaskQueue: "FLOTILLA_TEMPORAL_TASK_QUEUE",
+  temporalWorker: "FLOTILLA_TEMPORAL_WORKER",
 };
 
 /** Flags win over environment variables, which win over defaults. */
@@ -74,6 +89,11 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): WorkerAppCon
       lease: { type: "string" },
       "worker-id": { type: "string" },
       "log-level": { type: "string" },
+      executor: { type: "string" },
+      "temporal-address": { type: "string" },
+      "temporal-namespace": { type: "string" },
+      "temporal-task-queue": { type: "string" },
+      "temporal-worker": { type: "string" },
       help: { type: "boolean" },
     },
     strict: true,
@@ -90,6 +110,11 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): WorkerAppCon
     leaseMs: values.lease,
     workerId: values["worker-id"],
     logLevel: values["log-level"],
+    executor: values.executor,
+    temporalAddress: values["temporal-address"],
+    temporalNamespace: values["temporal-namespace"],
+    temporalTaskQueue: values["temporal-task-queue"],
+    temporalWorker: values["temporal-worker"],
   };
   const merged: Record<string, string> = {};
   for (const [key, envName] of Object.entries(ENV)) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { jsonLogger, Worker } from "@flotilla/worker";
+import { type Executor, jsonLogger, Worker } from "@flotilla/worker";
 import { loadConfig, loadWorkerModule, USAGE } from "./config.ts";
 
 async function main(): Promise<number> {
@@ -16,6 +16,25 @@ async function main(): Promise<number> {
   }
   const log = jsonLogger({ service: "flotilla-worker" }, config.logLevel);
   const mod = await loadWorkerModule(config.module);
+  // Temporal mode: tasks become workflows; this process may also serve them as a Temporal worker.
+  // @flotilla/temporal is loaded only here, so Redis-mode deployments never load Temporal.
+  let temporal: { executor: Executor & { close(): Promise<void> }; worker?: { run(): Promise<void>; shutdown(): void } } | undefined;
+  if (config.executor === "temporal") {
+    const { createTemporalWorker, temporalExecutor } = await import("@flotilla/temporal");
+    const settings = { address: config.temporalAddress, namespace: config.temporalNamespace, taskQueue: config.temporalTaskQueue };
+    temporal = { executor: temporalExecutor(settings) };
+    if (config.temporalWorker) {
+      temporal.worker = await createTemporalWorker({
+        ...settings,
+        redis: config.redis,
+        prefix: config.prefix,
+        tools: mod.tools,
+        providerFactory: mod.providerFactory,
+        openAICompatible: mod.openAICompatible,
+        memory: mod.memory,
+      });
+    }
+  }
   const worker = new Worker({
     redis: config.redis,
     prefix: config.prefix,
@@ -28,6 +47,7 @@ async function main(): Promise<number> {
     ...(mod.openAICompatible && { openAICompatible: mod.openAICompatible }),
     ...(mod.memory && { memory: mod.memory }),
     ...(mod.agents && { agents: mod.agents }),
+    ...(temporal && { executor: temporal.executor }),
     ...(config.workerId && { workerId: config.workerId }),
     logger: log,
   });
@@ -40,7 +60,13 @@ async function main(): Promise<number> {
     }
     stopping = true;
     log.info("draining", { signal, drainTimeoutMs: config.drainTimeoutMs });
-    worker.stop({ drainTimeoutMs: config.drainTimeoutMs }).then(
+    worker
+      .stop({ drainTimeoutMs: config.drainTimeoutMs })
+      .then(async () => {
+        temporal?.worker?.shutdown();
+        await temporal?.executor.close();
+      })
+      .then(
       () => process.exit(0),
       (err) => {
         log.error("stop failed", { err });
@@ -52,7 +78,13 @@ async function main(): Promise<number> {
   process.on("SIGINT", () => stop("SIGINT"));
   worker.on("worker:error", (err) => log.debug("worker error", { err }));
   await worker.start();
-  log.info("ready", { workerId: worker.workerId, tools: Object.keys(mod.tools), memory: ["redis", ...Object.keys(mod.memory ?? {})] });
+  if (temporal?.worker) {
+    temporal.worker.run().catch((err: unknown) => {
+      log.error("temporal worker failed", { err });
+      process.exit(1);
+    });
+  }
+  log.info("ready", { workerId: worker.workerId, tools: Object.keys(mod.tools), memory: ["redis", ...Object.keys(mod.memory ?? {})], executor: config.executor });
   return -1;
 }
 

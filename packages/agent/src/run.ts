@@ -178,7 +178,8 @@ async function* runAgent(agent: AgentSpec, ctx: Context, handoffTargets: readonl
   return { text };
 }
 
-function handoffDefinition(targets: readonly string[]): LanguageModelV4FunctionTool {
+/** The built-in handoff tool as the model is told about it, listing the agents it may hand over to. */
+export function handoffDefinition(targets: readonly string[]): LanguageModelV4FunctionTool {
   return {
     type: "function",
     name: HANDOFF_TOOL,

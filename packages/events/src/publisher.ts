@@ -6,7 +6,15 @@ const publishScript = LuaScript.fromFile(new URL("../lua/publish.lua", import.me
 
 export interface PublisherOptions {
   taskId: string;
+  /** Stamped on every event; the script accepts them only while this attempt runs. */
   attempt: number;
+  /** Accept the events while any attempt of the task runs (a Temporal activity, which outlives attempts). */
+  anyAttempt?: boolean;
+  /**
+   * Numbers this publisher's events within a named scope, and has Redis drop those already
+   * published under it: a retried producer re-emitting the same scope repeats nothing.
+   */
+  scope?: string;
   agent: string;
   detailed: boolean;
   /** Called once when Redis refuses the attempt's events: the task ended or was taken over. */
@@ -28,6 +36,8 @@ export class EventPublisher {
   private stale = false;
   private failure: unknown;
   private batches = 0;
+  /** Events handed to `send` so far (their scope index). */
+  private sent = 0;
   /** The fields the worker stamps on every event, as JSON members; `ts` is added per event. */
   private readonly stamp: string;
   /** Number of events Redis accepted. */
@@ -77,11 +87,14 @@ export class EventPublisher {
     if (this.stale || this.failure) return;
     const r = this.retention;
     try {
+      const first = this.sent + 1;
+      this.sent += batch.length;
+      const id = this.opts.scope === undefined ? `${this.opts.attempt}:${++this.batches}` : `scope=${this.opts.scope}:${first}`;
       const last = (await publishScript.run(this.redis, this.keys, [
-        this.opts.attempt,
+        this.opts.anyAttempt ? "*" : this.opts.attempt,
         r.eventMaxLen,
         r.eventTtlMs,
-        `${this.opts.attempt}:${++this.batches}`,
+        id,
         ...batch,
       ])) as number;
       if (last < 0) {

@@ -6,9 +6,16 @@ export interface MemoryEntry {
   taskId: string;
   attempt: number;
   message: Message;
+  /** Names the entry within its task: a writer that may repeat itself (a retried Temporal activity) is read once. */
+  key?: string | undefined;
 }
 
-export const MemoryEntrySchema = z.object({ taskId: z.string(), attempt: z.number().int().min(0), message: MessageSchema });
+export const MemoryEntrySchema = z.object({
+  taskId: z.string(),
+  attempt: z.number().int().min(0),
+  message: MessageSchema,
+  key: z.string().optional(),
+});
 
 /**
  * Where conversations are kept. Entries are appended as a run goes, so a crash mid-run keeps what
@@ -33,11 +40,22 @@ export function checkConversationId(id: string): string {
   return id;
 }
 
-/** Keeps, for each task, only the entries of its latest attempt (earlier attempts were retried). */
+/**
+ * Keeps, for each task, only the entries of its latest attempt (earlier attempts were retried), and
+ * of entries with the same key in one task, the first.
+ */
 export function latestAttempts(entries: readonly MemoryEntry[]): MemoryEntry[] {
   const latest = new Map<string, number>();
   for (const e of entries) latest.set(e.taskId, Math.max(latest.get(e.taskId) ?? 0, e.attempt));
-  return entries.filter((e) => e.attempt === latest.get(e.taskId));
+  const seen = new Set<string>();
+  return entries.filter((e) => {
+    if (e.attempt !== latest.get(e.taskId)) return false;
+    if (e.key === undefined) return true;
+    const id = `${e.taskId}\u0000${e.key}`;
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
 }
 
 /** The conversation as a run replays it: latest attempts only, without the given task's own (it redoes them). */

@@ -1,0 +1,100 @@
+import { ErrorCodes, FlotillaError, type JsonValue, parseInput, type TokenUsage } from "@flotilla/core";
+import type { ExecutionContext, Executor } from "@flotilla/worker";
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type WorkflowHandle } from "@temporalio/client";
+import { ApplicationFailure, CancelledFailure, TimeoutFailure } from "@temporalio/common";
+import { z } from "zod";
+import type { ActivitySettings, RunResultJson } from "./types.ts";
+import type { flotillaAgent } from "./workflow.ts";
+
+export interface TemporalExecutorOptions {
+  /** A Temporal client, or where to connect one. */
+  client?: Client;
+  /** @default "127.0.0.1:7233" */
+  address?: string;
+  /** @default "default" */
+  namespace?: string;
+  /** The task queue the Temporal workers (createTemporalWorker) poll. @default "flotilla" */
+  taskQueue?: string;
+  /** Timeouts and attempts of the workflow's activities. */
+  activity?: ActivitySettings;
+}
+
+const MemoryRefSchema = z.object({ store: z.string().min(1).default("redis"), conversationId: z.string().min(1).max(200) }).strict();
+
+/** Codes that reach the Flotilla worker as they are: Temporal already retried, so none is retried again. */
+function toFlotillaError(err: unknown, signal: AbortSignal): unknown {
+  if (signal.aborted) return signal.reason;
+  let cause: unknown = err;
+  while (cause instanceof Error) {
+    if (cause instanceof ApplicationFailure) {
+      const e = new FlotillaError(cause.type ?? ErrorCodes.AGENT_ERROR, cause.message);
+      return Object.assign(e, { retryable: false });
+    }
+    if (cause instanceof CancelledFailure) return Object.assign(new FlotillaError(ErrorCodes.CANCELLED, "the workflow was cancelled"), { retryable: false });
+    if (cause instanceof TimeoutFailure) return Object.assign(new FlotillaError(ErrorCodes.TIMEOUT, `the workflow timed out: ${cause.message}`), { retryable: false });
+    cause = cause.cause;
+  }
+  return err instanceof WorkflowFailedError ? Object.assign(new FlotillaError(ErrorCodes.AGENT_ERROR, err.message), { retryable: false }) : err;
+}
+
+/**
+ * Runs each task as a Temporal workflow (workflow id = task id) instead of in process. A
+ * redelivered queue entry attaches to the workflow already running — or already finished — instead
+ * of starting a second one. Temporal owns retries and recovery; the task's record, events and
+ * handle look exactly as in Redis mode. A cancel reaches the workflow (and its running activity);
+ * a worker shutting down or losing its lease only lets go of the workflow, which another worker
+ * attaches to.
+ */
+export function temporalExecutor(options: TemporalExecutorOptions = {}): Executor & { close(): Promise<void> } {
+  const taskQueue = options.taskQueue ?? "flotilla";
+  let owned: Connection | undefined;
+  let clientPromise: Promise<Client> | undefined;
+  const client = () => {
+    clientPromise ??= options.client
+      ? Promise.resolve(options.client)
+      : Connection.connect({ address: options.address ?? "127.0.0.1:7233" }).then((connection) => {
+          owned = connection;
+          return new Client({ connection, namespace: options.namespace ?? "default" });
+        });
+    return clientPromise;
+  };
+  return {
+    async execute(ctx: ExecutionContext): Promise<JsonValue> {
+      const temporal = await client();
+      const memory = ctx.metadata.memory === undefined ? undefined : parseInput(MemoryRefSchema, ctx.metadata.memory, "metadata.memory");
+      let handle: WorkflowHandle<typeof flotillaAgent>;
+      try {
+        handle = await temporal.workflow.start<typeof flotillaAgent>("flotillaAgent", {
+          taskQueue,
+          workflowId: ctx.taskId,
+          args: [{ taskId: ctx.taskId, agent: ctx.agent, input: ctx.input, ...(memory && { memory }), ...(options.activity && { activity: options.activity }) }],
+          // Running: attach to it. Finished: never start it again (REJECT_DUPLICATE), read its outcome.
+          workflowIdConflictPolicy: "USE_EXISTING",
+          workflowIdReusePolicy: "REJECT_DUPLICATE",
+        });
+      } catch (err) {
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+        handle = temporal.workflow.getHandle<typeof flotillaAgent>(ctx.taskId);
+      }
+      const onAbort = () => {
+        const code = (ctx.signal.reason as { code?: string } | undefined)?.code;
+        // Shutdown and a lost lease leave the workflow running for the next worker.
+        if (code === ErrorCodes.CANCELLED || code === ErrorCodes.TIMEOUT) void handle.cancel().catch(() => {});
+      };
+      if (ctx.signal.aborted) onAbort();
+      else ctx.signal.addEventListener("abort", onAbort, { once: true });
+      try {
+        const result = (await handle.result()) as RunResultJson;
+        ctx.reportUsage(result.usage as TokenUsage);
+        return result as JsonValue;
+      } catch (err) {
+        throw toFlotillaError(err, ctx.signal);
+      } finally {
+        ctx.signal.removeEventListener("abort", onAbort);
+      }
+    },
+    async close() {
+      await owned?.close();
+    },
+  };
+}

@@ -1,0 +1,71 @@
+// Plain data shared by the workflow (which runs in Temporal's sandbox and may import nothing with
+// side effects) and the activities. Type-only imports: erased from the workflow bundle.
+import type { AgentSpec, JsonValue, Message, RunnableSpec, TokenUsage } from "@flotilla/core";
+
+/** What a task's workflow is started with. Its workflow id is the task id. */
+export interface AgentWorkflowInput {
+  taskId: string;
+  agent: RunnableSpec;
+  input: JsonValue;
+  /** `metadata.memory` of the task, if it continues a conversation. */
+  memory?: { store: string; conversationId: string } | undefined;
+  /** Activity settings (the executor's). */
+  activity?: ActivitySettings | undefined;
+}
+
+export interface ActivitySettings {
+  /** A running activity that has not heartbeated for this long is retried elsewhere. @default 10_000 */
+  heartbeatTimeoutMs?: number | undefined;
+  /** @default 600_000 */
+  startToCloseTimeoutMs?: number | undefined;
+  /** Attempts of one activity at most (retryable failures). @default 5 */
+  maximumAttempts?: number | undefined;
+}
+
+export interface RunResultJson {
+  text: string;
+  output?: JsonValue;
+  steps: number;
+  usage: TokenUsage;
+  agent: string;
+  [key: string]: JsonValue | undefined;
+}
+
+export interface ToolCallJson {
+  toolCallId: string;
+  name: string;
+  args: JsonValue;
+}
+
+export interface TurnInput {
+  taskId: string;
+  /** Index of this model turn in the run (0, 1, …): scopes its events so a retry does not repeat them. */
+  step: number;
+  agent: AgentSpec;
+  messages: Message[];
+  /** Set for a swarm member: the agents it may hand over to. */
+  handoffTargets: string[];
+  memory?: AgentWorkflowInput["memory"];
+}
+
+export interface TurnOutput {
+  text: string;
+  toolCalls: ToolCallJson[];
+  usage: TokenUsage;
+  finishReason: string;
+}
+
+export interface ToolInput {
+  taskId: string;
+  step: number;
+  call: ToolCallJson;
+  memory?: AgentWorkflowInput["memory"];
+}
+
+export interface ToolOutput {
+  result: JsonValue;
+  isError: boolean;
+}
+
+/** The built-in tool a swarm's agents hand control over with (as in @flotilla/agent). */
+export const HANDOFF_TOOL = "transfer_to_agent";

@@ -1,0 +1,243 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { Agent, Swarm } from "@flotilla/agent";
+import { FlotillaClient, type FlotillaEvent, TaskCancelledError, TaskFailedError } from "@flotilla/client";
+import { createKeys, ErrorCodes } from "@flotilla/core";
+import { startTemporalServer, type TemporalServer, temporalBinary } from "@flotilla/tooling/temporal-server";
+import { cleanupPrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/tooling/test-utils";
+import { Worker as FlotillaWorker } from "@flotilla/worker";
+import { Client, Connection } from "@temporalio/client";
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker as TemporalWorker, type Worker } from "@temporalio/worker";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTemporalWorker, temporalExecutor, workflowsPath } from "../src/index.ts";
+import { countingFactory, pauseTool } from "./fixtures/models.ts";
+
+const binary = temporalBinary();
+if (!binary) {
+  console.warn(
+    "\n\n!!! SKIPPING the Temporal tests: no Temporal dev server binary on this machine. Run tooling/scripts/temporal.sh (CI does).\n\n",
+  );
+}
+
+const prefix = testPrefix("temporal");
+const redis = testRedis();
+const keys = createKeys(prefix);
+const taskQueue = `flotilla-${process.pid}`;
+const activity = { heartbeatTimeoutMs: 3000 };
+
+describe.skipIf(!binary)("Temporal executor (real Temporal dev server)", () => {
+  let server: TemporalServer;
+  let temporal: Client;
+  let connection: Connection;
+  let nativeConnection: NativeConnection;
+  let temporalWorker: Worker | undefined;
+  let running: Promise<void> | undefined;
+  const flotillaWorkers: FlotillaWorker[] = [];
+  const children: ChildProcess[] = [];
+  const client = new FlotillaClient({ redis: redisUrl(), prefix });
+  let bundle: { code: string };
+
+  const startTemporalWorker = async () => {
+    temporalWorker = await createTemporalWorker({
+      connection: nativeConnection,
+      taskQueue,
+      workflowBundle: bundle,
+      redis: redisUrl(),
+      prefix,
+      tools: { pause: pauseTool(redis, prefix) },
+      providerFactory: countingFactory(redis, prefix),
+    });
+    running = temporalWorker.run();
+  };
+  const stopTemporalWorker = async () => {
+    temporalWorker?.shutdown();
+    await running;
+    temporalWorker = undefined;
+  };
+  const flotillaWorker = async (queue: string, mode: "temporal" | "redis") => {
+    const w = new FlotillaWorker({
+      redis: redisUrl(),
+      prefix,
+      queues: [queue],
+      blockMs: 500,
+      ...(mode === "temporal"
+        ? { executor: temporalExecutor({ client: temporal, taskQueue, activity }) }
+        : { tools: { pause: pauseTool(redis, prefix) }, providerFactory: countingFactory(redis, prefix) }),
+    });
+    flotillaWorkers.push(w);
+    await w.start();
+    return w;
+  };
+
+  beforeAll(async () => {
+    // Activity failures are part of these tests: keep the SDK's own logs to real errors.
+    Runtime.install({ logger: new DefaultLogger("ERROR"), telemetryOptions: { logging: { filter: { core: "ERROR", other: "ERROR" } } } });
+    server = await startTemporalServer(binary);
+    connection = await Connection.connect({ address: server.address });
+    temporal = new Client({ connection });
+    nativeConnection = await NativeConnection.connect({ address: server.address });
+    bundle = await bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never });
+    await startTemporalWorker();
+    await flotillaWorker("temporal", "temporal");
+    await flotillaWorker("redis", "redis");
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const c of children) c.kill("SIGKILL");
+    await Promise.all(flotillaWorkers.map((w) => w.stop({ drainTimeoutMs: 1000 })));
+    await client.close();
+    await stopTemporalWorker();
+    await nativeConnection?.close();
+    await connection?.close();
+    await server?.stop();
+    await cleanupPrefix(redis, prefix);
+    await redis.quit();
+  }, 60_000);
+
+  const kinds = (events: FlotillaEvent[]) =>
+    events.map((e) => (e.type === "status" ? `status:${e.status}` : e.type)).filter((t, i, a) => t !== "text" || a[i - 1] !== "text");
+  const collect = async (events: AsyncIterable<FlotillaEvent>) => {
+    const out: FlotillaEvent[] = [];
+    for await (const e of events) out.push(e);
+    return out;
+  };
+
+  it("runs a task as a workflow: same events, same result and same record as in Redis mode", async () => {
+    const agent = new Agent({
+      name: "researcher",
+      model: "counting:x",
+      tools: ["pause"],
+      options: { scripted: { toolCalls: [{ name: "pause", args: { key: "never-stall" } }], reply: "Found it: {input}" } },
+    });
+    await redis.hset(`${prefix}:test:pauses`, "never-stall", 5); // never the first call: no stall
+    const results = [];
+    for (const queue of ["redis", "temporal"]) {
+      const handle = await client.submit(agent, `compare ${queue}`, { queue, detailed: true });
+      const events = await collect(handle.stream());
+      const result = (await handle.result()) as { text: string; steps: number; usage: unknown; agent: string };
+      const record = await handle.status();
+      results.push({ kinds: kinds(events), seqs: events.map((e) => e.seq), result: { ...result, text: result.text.replace(queue, "*") }, record });
+    }
+    const [redisMode, temporalMode] = results;
+    expect(temporalMode!.kinds).toEqual(redisMode!.kinds);
+    expect(temporalMode!.kinds).toEqual(["status:running", "tool_call", "step", "tool_result", "text", "step", "usage", "status:completed"]);
+    expect(temporalMode!.seqs).toEqual(temporalMode!.seqs.map((_, i) => i + 1));
+    expect(temporalMode!.result).toEqual(redisMode!.result);
+    expect(temporalMode!.record).toMatchObject({ status: "COMPLETED", attempt: 1, usage: redisMode!.record.usage });
+    // The workflow id is the task id, and it completed.
+    const described = await temporal.workflow.getHandle((await client.listTasks({ queue: "temporal", limit: 1 })).tasks[0]!.taskId).describe();
+    expect(described.status.name).toBe("COMPLETED");
+  });
+
+  it("replays a recorded history deterministically (Worker.runReplayHistory)", async () => {
+    const swarm = new Swarm({
+      name: "desk",
+      agents: [
+        new Agent({ name: "triage", model: "scripted:x", options: { scripted: { toolCalls: [{ name: "transfer_to_agent", args: { agent: "writer" } }] } } }),
+        new Agent({ name: "writer", model: "scripted:x", options: { scripted: { reply: "Drafted." } } }),
+      ],
+    });
+    const handle = await client.submit(swarm, "a note", { queue: "temporal", detailed: true });
+    const events = await collect(handle.stream());
+    expect(kinds(events)).toContain("handoff");
+    expect(await handle.result()).toMatchObject({ text: "Drafted.", agent: "writer" });
+    const history = await temporal.workflow.getHandle(handle.taskId).fetchHistory();
+    await TemporalWorker.runReplayHistory({ workflowBundle: bundle }, history, handle.taskId);
+  });
+
+  it("resumes after the Temporal worker is killed (kill -9) between two turns: no turn runs twice", async () => {
+    await stopTemporalWorker();
+    const fixture = fileURLToPath(new URL("./fixtures/temporal-worker.ts", import.meta.url));
+    const spawnWorker = async () => {
+      const child = spawn(process.execPath, ["--conditions=@flotilla/source", fixture], {
+        env: { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_TASK_QUEUE: taskQueue, FLOTILLA_PREFIX: prefix, REDIS_URL: redisUrl() },
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      children.push(child);
+      await new Promise<void>((resolve, reject) => {
+        child.stdout!.on("data", (d: Buffer) => d.toString().includes("ready") && resolve());
+        child.once("exit", (code) => reject(new Error(`temporal worker exited (${code})`)));
+      });
+      return child;
+    };
+    const first = await spawnWorker();
+    try {
+      const input = `survive ${Date.now()}`;
+      const agent = new Agent({
+        name: "durable",
+        model: "counting:x",
+        tools: ["pause"],
+        options: { scripted: { toolCalls: [{ name: "pause", args: { key: input } }], reply: "Done after the pause." } },
+      });
+      const handle = await client.submit(agent, input, { queue: "temporal", detailed: true });
+      // Between the turns: the first turn is done and the tool stalls on the first worker.
+      await waitFor(async () => Number(await redis.hget(`${prefix}:test:pauses`, input)) === 1, { what: "the tool to start", timeoutMs: 30_000 });
+      first.removeAllListeners("exit");
+      first.kill("SIGKILL");
+      await new Promise((r) => first.once("exit", r));
+      await spawnWorker();
+      expect(await handle.result()).toMatchObject({ text: "Done after the pause.", steps: 2 });
+      // One model call per turn: the first turn was not run again after the crash.
+      expect(await redis.hgetall(`${prefix}:test:calls`)).toMatchObject({ [`${input}#0`]: "1", [`${input}#1`]: "1" });
+      expect(Number(await redis.hget(`${prefix}:test:pauses`, input))).toBe(2);
+      // Readers saw each event once, in order.
+      const events = await collect(handle.stream());
+      expect(kinds(events)).toEqual(["status:running", "tool_call", "step", "tool_result", "text", "step", "usage", "status:completed"]);
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    } finally {
+      for (const c of children) c.kill("SIGKILL");
+      await startTemporalWorker();
+    }
+  }, 90_000);
+
+  it("cancels mid-run: the workflow and its running activity stop, and the task ends CANCELLED", async () => {
+    const agent = new Agent({ name: "slow", model: "scripted:x", options: { scripted: { reply: "one two three four five six seven eight nine ten", tokenDelayMs: 300 } } });
+    const handle = await client.submit(agent, "go slowly", { queue: "temporal" });
+    for await (const e of handle.stream()) if (e.type === "text") break;
+    await handle.cancel("enough");
+    await expect(handle.result()).rejects.toBeInstanceOf(TaskCancelledError);
+    await waitFor(async () => (await temporal.workflow.getHandle(handle.taskId).describe()).status.name === "CANCELLED", {
+      what: "the workflow to be cancelled",
+      timeoutMs: 10_000,
+    });
+    expect(await handle.status()).toMatchObject({ status: "CANCELLED", error: { code: "CANCELLED" } });
+  });
+
+  it("attaches a redelivered entry to the running workflow, and to the finished one, instead of starting another", async () => {
+    const executor = temporalExecutor({ client: temporal, taskQueue, activity });
+    const taskId = `temporal/redelivered-${Date.now()}`;
+    await redis.hset(keys.task(taskId), { taskId, queue: "temporal", agent: "echo", status: "RUNNING", attempt: 1, createdAt: Date.now() });
+    const ctx = (attempt: number) => ({
+      taskId,
+      attempt,
+      queue: "temporal",
+      priority: "normal" as const,
+      agent: new Agent({ name: "echo", model: "scripted:x", options: { scripted: { reply: "once", tokenDelayMs: 100 } } }).toJSON(),
+      input: "x",
+      metadata: {},
+      signal: new AbortController().signal,
+      emit: () => {},
+      reportUsage: () => {},
+    });
+    const [a, b] = await Promise.all([executor.execute(ctx(1)), executor.execute(ctx(2))]);
+    expect(a).toEqual(b);
+    const again = await executor.execute(ctx(3));
+    expect(again).toEqual(a);
+    const runs = [];
+    for await (const w of temporal.workflow.list({ query: `WorkflowId = '${taskId}'` })) runs.push(w.runId);
+    expect(runs).toHaveLength(1);
+  });
+
+  it("fails a non-retryable error once, with its code", async () => {
+    const handle = await client.submit(new Agent({ name: "toolless", model: "counting:x", tools: ["missing_tool"] }), "fail fast", {
+      queue: "temporal",
+      maxRetries: 3,
+    });
+    await expect(handle.result()).rejects.toBeInstanceOf(TaskFailedError);
+    expect(await handle.status()).toMatchObject({ status: "FAILED", attempt: 1, error: { code: ErrorCodes.UNKNOWN_TOOL } });
+    const history = await temporal.workflow.getHandle(handle.taskId).fetchHistory();
+    const started = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.attempt);
+    // begin, then the model turn that failed: each started once.
+    expect(started).toEqual([1, 1]);
+  });
+});
