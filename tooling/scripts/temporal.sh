@@ -15,6 +15,9 @@ if [[ -x "$BIN" ]]; then
   echo "$BIN"
   exit 0
 fi
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+  export PATH="/usr/local/go/bin:$PATH"
+fi
 if ! command -v go >/dev/null 2>&1; then
   echo "temporal.sh: no Go toolchain to build the Temporal dev server with" >&2
   exit 1
