@@ -25,6 +25,7 @@ Options (each also read from the environment variable shown):
   --temporal-namespace N TEMPORAL_NAMESPACE     default default
   --temporal-task-queue Q FLOTILLA_TEMPORAL_TASK_QUEUE  default flotilla
   --temporal-worker B    FLOTILLA_TEMPORAL_WORKER  1 (also run a Temporal worker in this process) | 0
+  --metrics-port P       FLOTILLA_METRICS_PORT  serve /metrics, /healthz and /readyz on this port (off by default)
   --help
 
 Models: "provider:model" names resolve through the module's providerFactory, then the built-in
@@ -53,6 +54,7 @@ const ConfigSchema = z.object({
   temporalNamespace: z.string().default("default"),
   temporalTaskQueue: z.string().default("flotilla"),
   temporalWorker: z.enum(["0", "1", "true", "false"]).default("1").transform((v) => v === "1" || v === "true"),
+  metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
 });
 export type WorkerAppConfig = z.infer<typeof ConfigSchema>;
 
@@ -72,6 +74,7 @@ const ENV: Record<string, string> = {
   temporalNamespace: "TEMPORAL_NAMESPACE",
   temporalTaskQueue: "FLOTILLA_TEMPORAL_TASK_QUEUE",
   temporalWorker: "FLOTILLA_TEMPORAL_WORKER",
+  metricsPort: "FLOTILLA_METRICS_PORT",
 };
 
 /** Flags win over environment variables, which win over defaults. */
@@ -94,6 +97,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): WorkerAppCon
       "temporal-namespace": { type: "string" },
       "temporal-task-queue": { type: "string" },
       "temporal-worker": { type: "string" },
+      "metrics-port": { type: "string" },
       help: { type: "boolean" },
     },
     strict: true,
@@ -115,6 +119,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): WorkerAppCon
     temporalNamespace: values["temporal-namespace"],
     temporalTaskQueue: values["temporal-task-queue"],
     temporalWorker: values["temporal-worker"],
+    metricsPort: values["metrics-port"],
   };
   const merged: Record<string, string> = {};
   for (const [key, envName] of Object.entries(ENV)) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { type Executor, jsonLogger, Worker } from "@flotilla/worker";
 import { loadConfig, loadWorkerModule, USAGE } from "./config.ts";
+import { startEndpoints } from "./endpoints.ts";
 
 async function main(): Promise<number> {
   let config: ReturnType<typeof loadConfig>;
@@ -16,6 +17,9 @@ async function main(): Promise<number> {
   }
   const log = jsonLogger({ service: "flotilla-worker" }, config.logLevel);
   const mod = await loadWorkerModule(config.module);
+  // Opt-in endpoints; the worker is made below, so readiness asks it through this reference.
+  let isReady = () => false;
+  const endpoints = config.metricsPort === undefined ? undefined : await startEndpoints(config.metricsPort, () => isReady());
   // Temporal mode: tasks become workflows; this process may also serve them as a Temporal worker.
   // @flotilla/temporal is loaded only here, so Redis-mode deployments never load Temporal.
   let temporal: { executor: Executor & { close(): Promise<void> }; worker?: { run(): Promise<void>; shutdown(): void } } | undefined;
@@ -48,6 +52,7 @@ async function main(): Promise<number> {
     ...(mod.memory && { memory: mod.memory }),
     ...(mod.agents && { agents: mod.agents }),
     ...(temporal && { executor: temporal.executor }),
+    ...(endpoints && { metrics: endpoints.metrics }),
     ...(config.workerId && { workerId: config.workerId }),
     logger: log,
   });
@@ -65,6 +70,7 @@ async function main(): Promise<number> {
       .then(async () => {
         temporal?.worker?.shutdown();
         await temporal?.executor.close();
+        await endpoints?.close();
       })
       .then(
       () => process.exit(0),
@@ -77,6 +83,7 @@ async function main(): Promise<number> {
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
   worker.on("worker:error", (err) => log.debug("worker error", { err }));
+  isReady = () => worker.ready;
   await worker.start();
   if (temporal?.worker) {
     temporal.worker.run().catch((err: unknown) => {
@@ -84,7 +91,7 @@ async function main(): Promise<number> {
       process.exit(1);
     });
   }
-  log.info("ready", { workerId: worker.workerId, tools: Object.keys(mod.tools), memory: ["redis", ...Object.keys(mod.memory ?? {})], executor: config.executor });
+  log.info("ready", { workerId: worker.workerId, tools: Object.keys(mod.tools), memory: ["redis", ...Object.keys(mod.memory ?? {})], executor: config.executor, ...(endpoints && { metricsPort: endpoints.port }) });
   return -1;
 }
 

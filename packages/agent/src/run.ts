@@ -10,11 +10,12 @@ import {
   toTaskError,
 } from "@flotilla/core";
 import type { AgentEvent, Usage } from "@flotilla/events";
+import { context, type Span, SpanStatusCode, trace } from "@opentelemetry/api";
 import { inputText } from "./messages.ts";
 import { type LanguageModel, ModelResolver, type ModelResolverOptions } from "./model.ts";
 import { parseOutput } from "./output.ts";
 import { lookupTool, type Tool, type ToolRegistry, toolDefinition } from "./tool.ts";
-import { modelTurn, type ToolCall } from "./turn.ts";
+import { modelTurn, type ToolCall, type TurnResult } from "./turn.ts";
 
 export interface RunOptions {
   signal?: AbortSignal;
@@ -43,6 +44,17 @@ export interface RunResult {
   usage: Usage;
   /** The agent that gave the answer (a swarm's last). */
   agent: string;
+}
+
+const tracer = () => trace.getTracer("@flotilla/agent");
+
+/** Ends a span, marking it failed when `err` is given. */
+function endSpan(span: Span, err?: unknown): void {
+  if (err !== undefined) {
+    span.recordException(err instanceof Error ? err : new Error(String(err)));
+    span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+  }
+  span.end();
 }
 
 /** The built-in tool a swarm's agents hand control over with. */
@@ -145,7 +157,19 @@ async function* runAgent(agent: AgentSpec, ctx: Context, handoffTargets: readonl
   let text = "";
   for (let step = 0; step < maxSteps; step++) {
     if (signal.aborted) throw signal.reason;
-    const turn = yield* modelTurn({ model, agent, messages: ctx.conversation.messages, tools: definitions, signal });
+    // One span per model turn, a child of whatever span is active (the worker's flotilla.execute).
+    const span = tracer().startSpan("flotilla.model_turn", {
+      attributes: { "flotilla.agent": agent.name, "gen_ai.request.model": agent.model, "flotilla.step": ctx.conversation.steps },
+    });
+    let turn: TurnResult;
+    try {
+      turn = yield* modelTurn({ model, agent, messages: ctx.conversation.messages, tools: definitions, signal });
+      span.setAttributes({ "gen_ai.usage.input_tokens": turn.usage.inputTokens, "gen_ai.usage.output_tokens": turn.usage.outputTokens });
+      endSpan(span);
+    } catch (err) {
+      endSpan(span, err);
+      throw err;
+    }
     ctx.conversation.steps++;
     ctx.conversation.usage = addUsage(ctx.conversation.usage, turn.usage);
     yield { type: "step", index: ctx.conversation.steps - 1, finishReason: turn.finishReason, usage: turn.usage };
@@ -162,7 +186,17 @@ async function* runAgent(agent: AgentSpec, ctx: Context, handoffTargets: readonl
       turn.toolCalls.map(async (call) => {
         if (call.name === HANDOFF_TOOL) return handoffResult(call, handoffTargets, handoff === call);
         const tool = tools.find((t) => t.name === call.name);
-        return { call, ...(await runToolCall(tool, call, { signal, taskId: options.taskId ?? "", attempt: options.attempt ?? 1 })) };
+        const span = tracer().startSpan("flotilla.tool", { attributes: { "flotilla.tool": call.name, "flotilla.tool_call_id": call.toolCallId } });
+        try {
+          const out = await context.with(trace.setSpan(context.active(), span), () =>
+            runToolCall(tool, call, { signal, taskId: options.taskId ?? "", attempt: options.attempt ?? 1 }),
+          );
+          endSpan(span, out.isError ? new Error(String(out.result)) : undefined);
+          return { call, ...out };
+        } catch (err) {
+          endSpan(span, err);
+          throw err;
+        }
       }),
     );
     for (const { call, result, isError } of results) {

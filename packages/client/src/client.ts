@@ -35,6 +35,7 @@ import {
 import { StatusFeed } from "@flotilla/events";
 import { type FleetStatus, type FleetStatusOptions, getFleetStatus } from "@flotilla/health";
 import { checkConversationId, loadHistory, type MemoryStore, RedisMemoryStore } from "@flotilla/memory";
+import { defaultMetrics, type FlotillaMetrics, injectTrace, METRICS, SpanKind, withSpan } from "@flotilla/metrics";
 import { type ListTasksOptions, type NewTask, type TaskPage, TaskStore } from "@flotilla/store";
 import { z } from "zod";
 import type { ClientContext } from "./context.ts";
@@ -52,6 +53,8 @@ export interface ClientOptions {
   connectTimeoutMs?: number;
   /** Memory stores by name, for `conversation()`; `redis` (this client's connection) is built in. */
   memory?: Record<string, MemoryStore>;
+  /** Where submit counts go (OpenTelemetry, and readable with `snapshot()`). @default defaultMetrics() */
+  metrics?: FlotillaMetrics;
 }
 
 /** Anything `submit` accepts as an agent: an object with `toJSON()` (Agent, Swarm) or its plain JSON. */
@@ -92,6 +95,7 @@ export class FlotillaClient {
   /** Queues whose consumer group and registry entry this client has made sure of. */
   private readonly knownQueues = new Set<string>();
   private readonly memoryStores: Record<string, MemoryStore>;
+  private readonly metrics: FlotillaMetrics;
   private readonly ctx: ClientContext;
   private closed = false;
 
@@ -102,6 +106,7 @@ export class FlotillaClient {
     this.retention = resolveRetention(options.retention);
     this.maxPayloadBytes = options.maxPayloadBytes ?? 1_048_576;
     this.memoryStores = { ...options.memory };
+    this.metrics = options.metrics ?? defaultMetrics();
     this.conn = openRedis(this.redisOption, "command", { failFast: true, connectTimeoutMs: this.connectTimeoutMs });
     this.conn.redis.on("error", () => {}); // surfaced per command as ConnectionError
     this.store = new TaskStore(this.conn.redis, this.keys, this.retention);
@@ -141,7 +146,8 @@ export class FlotillaClient {
     const redis = this.conn.redis;
     const now = Date.now();
     const runAt = opts.runAt ?? (opts.delayMs === undefined ? undefined : now + opts.delayMs);
-    return withRedis(redis, async () => {
+    const attributes = { "flotilla.task_id": taskId, "flotilla.queue": opts.queue, "flotilla.agent": spec.name };
+    return withSpan("flotilla.submit", { kind: SpanKind.PRODUCER, attributes }, () => withRedis(redis, async () => {
       let idemKey: string | undefined;
       if (opts.idempotencyKey !== undefined) {
         idemKey = this.keys.idempotency(opts.idempotencyKey);
@@ -152,13 +158,15 @@ export class FlotillaClient {
         if (set !== "OK" && typeof firstId === "string") return new TaskHandle(this.ctx, firstId);
       }
       try {
-        return await this.createAndEnqueue(taskId, spec.name, payload, now, runAt, opts);
+        const handle = await this.createAndEnqueue(taskId, spec.name, payload, now, runAt, opts);
+        this.metrics.add(METRICS.submitted, 1, { queue: opts.queue, agent: spec.name });
+        return handle;
       } catch (err) {
         // The key must not point at a task that was never made.
         if (idemKey) await redis.del(idemKey).catch(() => {});
         throw err;
       }
-    });
+    }));
   }
 
   private async createAndEnqueue(
@@ -214,7 +222,7 @@ export class FlotillaClient {
       }
     });
     const redis = this.conn.redis;
-    return withRedis(redis, async () => {
+    return withSpan("flotilla.submit", { kind: SpanKind.PRODUCER, attributes: { "flotilla.tasks": prepared.length } }, () => withRedis(redis, async () => {
       const byQueue = new Map<string, number[]>();
       for (const [i, p] of prepared.entries()) byQueue.set(p.opts.queue, [...(byQueue.get(p.opts.queue) ?? []), i]);
       for (const queue of byQueue.keys()) await this.knowQueue(queue);
@@ -235,8 +243,10 @@ export class FlotillaClient {
       const handles: TaskHandle[] = [];
       const taken: string[] = [];
       prepared.forEach((p, i) => {
-        if (created[i]) handles.push(new TaskHandle(this.ctx, p.taskId));
-        else taken.push(p.taskId);
+        if (created[i]) {
+          handles.push(new TaskHandle(this.ctx, p.taskId));
+          this.metrics.add(METRICS.submitted, 1, { queue: p.opts.queue, agent: p.agent });
+        } else taken.push(p.taskId);
       });
       if (taken.length) {
         const error = new DuplicateTaskError(taken[0]!);
@@ -244,7 +254,7 @@ export class FlotillaClient {
         throw error;
       }
       return handles;
-    });
+    }));
   }
 
   private newTask(taskId: string, agent: string, payload: string, now: number, runAt: number | undefined, opts: ResolvedSubmitOptions): NewTask {
@@ -262,6 +272,7 @@ export class FlotillaClient {
       backoff: opts.backoff,
       runAt,
       priority: opts.priority,
+      trace: traceOf(),
     };
   }
 
@@ -361,6 +372,12 @@ export class FlotillaClient {
   private assertOpen(): void {
     if (this.closed) throw new FlotillaError(ErrorCodes.CLOSED, "this FlotillaClient is closed");
   }
+}
+
+/** The active trace context as a task carries it, or undefined when nothing is traced. */
+function traceOf(): string | undefined {
+  const carrier = injectTrace();
+  return carrier && JSON.stringify(carrier);
 }
 
 /** The task's name in its queue: the caller's `taskId` (a name, or `<queue>/<name>` of this queue), else a new id. */

@@ -19,6 +19,8 @@ export interface PublisherOptions {
   detailed: boolean;
   /** Called once when Redis refuses the attempt's events: the task ended or was taken over. */
   onStale?: () => void;
+  /** Called after each batch Redis accepted: how many events of each type, and how long it took (ms). */
+  onPublished?: (types: Readonly<Record<string, number>>, ms: number) => void;
 }
 
 /**
@@ -31,6 +33,7 @@ export class EventPublisher {
   private readonly retention: Retention;
   private readonly opts: PublisherOptions;
   private buffer: string[] = [];
+  private types: string[] = [];
   private scheduled = false;
   private chain: Promise<void> = Promise.resolve();
   private stale = false;
@@ -61,6 +64,7 @@ export class EventPublisher {
     // The event's own JSON with the stamp spliced in: no copy of the event per emit. (AgentEvent has
     // none of the stamped keys; were one there anyway, the stamp comes later and wins in JSON.parse.)
     const body = JSON.stringify(event);
+    this.types.push(event.type);
     this.buffer.push(`${body.length > 2 ? body.slice(0, -1) : "{"}${body.length > 2 ? this.stamp : this.stamp.slice(1)}${Date.now()}}`);
     if (!this.scheduled) {
       this.scheduled = true;
@@ -75,17 +79,20 @@ export class EventPublisher {
   flush(): Promise<void> {
     if (this.buffer.length > 0) {
       const batch = this.buffer;
+      const types = this.types;
       this.buffer = [];
-      this.chain = this.chain.then(() => this.send(batch));
+      this.types = [];
+      this.chain = this.chain.then(() => this.send(batch, types));
     }
     return this.chain.then(() => {
       if (this.failure) throw this.failure;
     });
   }
 
-  private async send(batch: string[]): Promise<void> {
+  private async send(batch: string[], types: string[]): Promise<void> {
     if (this.stale || this.failure) return;
     const r = this.retention;
+    const started = performance.now();
     try {
       const first = this.sent + 1;
       this.sent += batch.length;
@@ -102,6 +109,11 @@ export class EventPublisher {
         this.opts.onStale?.();
       } else {
         this.published += batch.length;
+        if (this.opts.onPublished) {
+          const counts: Record<string, number> = {};
+          for (const t of types) counts[t] = (counts[t] ?? 0) + 1;
+          this.opts.onPublished(counts, performance.now() - started);
+        }
       }
     } catch (err) {
       this.failure = err;

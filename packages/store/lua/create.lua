@@ -4,12 +4,12 @@
 --       submit batch marker
 -- ARGV: queue, taskBase, streamBase, createdAt, trimIndexTo (0: no trim), useMarker (0|1), then per task
 --       (WIDTH fields): name, agent, payload, detailed, maxRetries, timeoutMs|'', metadata|'',
---       maxDeliveries, backoff|'', runAt|'', lane (1 high, 2 normal, 3 low), submitId|''
+--       maxDeliveries, backoff|'', runAt|'', lane (1 high, 2 normal, 3 low), submitId|'', trace (W3C carrier JSON)|''
 -- A task with a submitId is checked first: an existing record of that name is a duplicate id
 -- (0), unless it holds this submitId (a resend after a lost reply: 1, nothing written again).
 -- A batch with useMarker is checked as a whole the same way, through its marker key.
 -- Returns a string of '1' (created) and '0' (name taken), one per task.
-local WIDTH = 12
+local WIDTH = 13
 if ARGV[6] == '1' then
   local done = redis.call('GET', KEYS[8])
   if done then
@@ -43,6 +43,7 @@ for i = 7, #ARGV, WIDTH do
     if ARGV[i + 9] ~= '' then f[#f + 1] = 'runAt'; f[#f + 1] = ARGV[i + 9] end
     if lane ~= 2 then f[#f + 1] = 'priority'; f[#f + 1] = lane == 1 and 'high' or 'low' end
     if submitId ~= '' then f[#f + 1] = 'submitId'; f[#f + 1] = submitId end
+    if ARGV[i + 12] ~= '' then f[#f + 1] = 'trace'; f[#f + 1] = ARGV[i + 12] end
     redis.call('HSET', key, unpack(f))
     if ARGV[i + 9] ~= '' then
       redis.call('ZADD', KEYS[3 + lane], ARGV[i + 9], name)

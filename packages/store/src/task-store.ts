@@ -68,6 +68,8 @@ export interface NewTask {
    * after a lost reply (same submitId) is not taken for one.
    */
   submitId?: string | undefined;
+  /** W3C trace context of the submit (JSON of `{ traceparent, tracestate }`), continued by the worker. */
+  trace?: string | undefined;
 }
 
 /** What a worker needs to run a started task. */
@@ -84,6 +86,10 @@ export interface RunnableTask {
   retries: number;
   maxRetries: number;
   backoff: Backoff | undefined;
+  /** How long the task had waited since it was created, in ms. */
+  waitedMs: number;
+  /** The submit's trace context (JSON), if it was traced. */
+  trace: string | undefined;
 }
 
 interface EntryRef {
@@ -205,6 +211,7 @@ export class TaskStore {
         t.runAt ?? "",
         laneNumber(t.priority),
         t.submitId ?? "",
+        t.trace ?? "",
       );
     }
     this.createsSinceTrim += tasks.length;
@@ -513,6 +520,8 @@ function parseStartReplies(queue: string, reply: unknown): StartReply[] {
           retries: Number(r[10] ?? 0),
           maxRetries: Number(r[11] ?? 0),
           backoff: parseBackoff(r[12] as string | undefined),
+          waitedMs: Number(r[13] ?? 0),
+          trace: r[14] ? String(r[14]) : undefined,
         };
       case "skip":
         return { kind: "skip", priority, entryId, taskId, reason: r[4] as "terminal", status: optStatus(r[5]) };

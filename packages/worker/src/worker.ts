@@ -39,9 +39,11 @@ import {
   whenReady,
 } from "@flotilla/core";
 import { EventPublisher } from "@flotilla/events";
-import { Heartbeat } from "@flotilla/health";
+import { getFleetStatus, Heartbeat } from "@flotilla/health";
 import { type MemoryStore, RedisMemoryStore } from "@flotilla/memory";
+import { defaultMetrics, extractTrace, type FlotillaMetrics, METRICS, type QueueFigures, SpanKind, withSpan } from "@flotilla/metrics";
 import { type FinishInput, type StartReply, TaskStore } from "@flotilla/store";
+import { SpanStatusCode } from "@opentelemetry/api";
 import { z } from "zod";
 import { agentExecutor } from "./agent-executor.ts";
 import type { Executor } from "./executor.ts";
@@ -105,6 +107,10 @@ export interface WorkerOptions {
   connectTimeoutMs?: number;
   retention?: RetentionOptions;
   logger?: Logger;
+  /** Where task counts, durations, queue gauges and event figures go. @default defaultMetrics() */
+  metrics?: FlotillaMetrics;
+  /** How often the queue-depth and live-worker gauges are read from Redis. @default 5_000 */
+  gaugeIntervalMs?: number;
 }
 
 export interface StopOptions {
@@ -157,6 +163,13 @@ export class Worker extends EventEmitter {
   private readonly agents: ReadonlyMap<string, RunnableSpec> | undefined;
   private readonly memoryStores: Record<string, MemoryStore>;
   private redisMemory: RedisMemoryStore | undefined;
+  private readonly metrics: FlotillaMetrics;
+  private readonly gaugeIntervalMs: number;
+  private gaugeTimer: NodeJS.Timeout | undefined;
+  private queueFigures: QueueFigures[] = [];
+  private liveWorkers: number | undefined;
+  private stopObserving: Array<() => void> = [];
+  private claiming = false;
   private readonly blockMs: number;
   private readonly heartbeatTtlMs: number;
   private readonly connectTimeoutMs: number;
@@ -211,6 +224,8 @@ export class Worker extends EventEmitter {
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${newId().slice(-6)}`;
     this.redisOption = options.redis;
     this.memoryStores = { ...options.memory };
+    this.metrics = options.metrics ?? defaultMetrics();
+    this.gaugeIntervalMs = options.gaugeIntervalMs ?? 5000;
     this.executor =
       options.executor ??
       agentExecutor({
@@ -305,6 +320,12 @@ export class Worker extends EventEmitter {
     this.leaseTimer = setInterval(() => void this.renewLeases(), Math.floor(this.leaseMs / 3));
     this.leaseTimer.unref();
     this.loop = this.claimLoop();
+    this.claiming = true;
+    this.stopObserving = [this.metrics.observeQueues(() => this.queueFigures), this.metrics.observeWorkers(() => this.liveWorkers)];
+    void this.readGauges();
+    this.gaugeTimer = setInterval(() => void this.readGauges(), this.gaugeIntervalMs);
+    this.gaugeTimer.unref();
+    this.on("entry:dead-lettered", (e: { queue: string }) => this.metrics.add(METRICS.deadLettered, 1, { queue: e.queue }));
     this.log.info("worker started", { workerId: this.workerId, queues: this.queues, concurrency: this.concurrency });
   }
 
@@ -318,8 +339,30 @@ export class Worker extends EventEmitter {
     return this.stopped;
   }
 
+  /** Connected to Redis and claiming: what a readiness probe asks. */
+  get ready(): boolean {
+    return this.claiming && !this.stopping && this.conn?.redis.status === "ready";
+  }
+
+  /** Reads the queue-depth and live-worker gauges (kept for the metrics' observable callbacks). */
+  private async readGauges(): Promise<void> {
+    try {
+      const figures: QueueFigures[] = [];
+      for (const queue of this.queues) {
+        const d = await this.broker!.depth(queue);
+        figures.push({ queue, waiting: d.waiting + d.delayed, inFlight: d.inFlight });
+      }
+      this.queueFigures = figures;
+      this.liveWorkers = (await getFleetStatus(this.conn!.redis, this.keys)).workers.filter((w) => w.alive).length;
+    } catch (err) {
+      this.log.debug("could not read the gauges", { err });
+    }
+  }
+
   private async shutdown(drainTimeoutMs: number): Promise<void> {
     this.stopping = true;
+    clearInterval(this.gaugeTimer);
+    for (const stop of this.stopObserving) stop();
     this.slotWaiter?.();
     // The claim may not have reached Redis yet when the first UNBLOCK does: repeat until the loop ends.
     const unblock = () => {
@@ -615,6 +658,10 @@ export class Worker extends EventEmitter {
         agent: agentName,
         detailed: start.detailed,
         onStale: () => controller.abort(new AbortReason(ErrorCodes.STALE_ATTEMPT, "the task is no longer ours")),
+        onPublished: (types, ms) => {
+          for (const [type, n] of Object.entries(types)) this.metrics.add(METRICS.eventsEmitted, n, { type });
+          this.metrics.record(METRICS.publishDuration, ms);
+        },
       });
       const timer =
         start.timeoutMs === undefined
@@ -630,8 +677,15 @@ export class Worker extends EventEmitter {
       });
       aborted.catch(() => {});
 
-      let outcome: FinishInput;
       let usage: TokenUsage | undefined;
+      const attrs = { queue: lane.queue, agent: agentName };
+      if (attempt === 1) this.metrics.record(METRICS.waitTime, start.waitedMs, attrs);
+      const runStarted = performance.now();
+      // The worker's span continues the submit's trace (carried by the task) and is the parent of
+      // the run's model-turn and tool spans.
+      const spanAttributes = { "flotilla.task_id": taskId, "flotilla.queue": lane.queue, "flotilla.agent": agentName, "flotilla.attempt": attempt };
+      const outcome = await withSpan("flotilla.execute", { kind: SpanKind.CONSUMER, parent: extractTrace(parseCarrier(start.trace)), attributes: spanAttributes }, async (span) => {
+      let outcome: FinishInput;
       try {
         const execution = this.executor.execute({
           taskId,
@@ -665,6 +719,13 @@ export class Worker extends EventEmitter {
       } finally {
         if (timer) clearTimeout(timer);
       }
+      if (outcome.status !== "COMPLETED") {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error?.message ?? outcome.status });
+        span.recordException({ name: outcome.error?.code ?? outcome.status, message: outcome.error?.message ?? outcome.status });
+      }
+      return outcome;
+      });
+      this.metrics.record(METRICS.duration, performance.now() - runStarted, { ...attrs, status: outcome.status });
       const reason: unknown = controller.signal.reason;
       if (reason instanceof AbortReason && reason.code === ErrorCodes.STALE_ATTEMPT) {
         this.log.warn("attempt lost its claim; leaving the outcome to its owner", { taskId, attempt });
@@ -714,6 +775,8 @@ export class Worker extends EventEmitter {
     if (finished.ok) {
       if (status === "COMPLETED") this.counts.completed++;
       else if (status === "FAILED") this.counts.failed++;
+      const counter = { COMPLETED: METRICS.completed, FAILED: METRICS.failed, CANCELLED: METRICS.cancelled, RETRYING: METRICS.retried }[status];
+      this.metrics.add(counter, 1, { queue, agent: outcome.agent });
     } else {
       this.log.warn("outcome not recorded", { taskId, reason: finished.reason, status: finished.status });
     }
@@ -724,6 +787,12 @@ export class Worker extends EventEmitter {
 }
 
 const nameOf = (taskId: string) => taskId.slice(taskId.indexOf("/") + 1);
+/** A task's trace carrier as stored (JSON), or undefined when it has none or it is unreadable. */
+function parseCarrier(text: string | undefined): Record<string, string> | undefined {
+  const parsed = z.record(z.string(), z.string()).safeParse(parseJsonOr(text, undefined));
+  return parsed.success ? parsed.data : undefined;
+}
+
 const laneKey = (lane: Lane) => `${lane.queue}/${lane.priority}`;
 const runningKey = (lane: Lane, entryId: string) => `${laneKey(lane)}/${entryId}`;
 

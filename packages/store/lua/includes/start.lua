@@ -43,7 +43,7 @@ local function startEntry(ctx, lane, entryId, name, reclaimed)
   local key = ctx.base .. name
   local h = redis.call('HMGET', key, 'status', 'attempt', 'cancelRequestedAt', 'createdAt', 'agent', 'payload',
     'cancelReason', 'timeoutMs', 'detailed', 'waitMs', 'metadata', 'maxDeliveries', 'workerId', 'error', 'retries',
-    'maxRetries', 'backoff', 'entryId', 'seq', 'log', 'deliveriesBase', 'taskId')
+    'maxRetries', 'backoff', 'entryId', 'seq', 'log', 'deliveriesBase', 'taskId', 'trace')
   local status = h[1]
   if not status then
     replies[#replies + 1] = { 'missing', lane, entryId, name }
@@ -56,7 +56,7 @@ local function startEntry(ctx, lane, entryId, name, reclaimed)
   end
   local function run(attempt)
     replies[#replies + 1] = { 'run', lane, entryId, name, attempt, h[6], h[8] or '', h[9] or '0', h[11] or '{}', h[5],
-      h[15] or '0', h[16] or '0', h[17] or '' }
+      h[15] or '0', h[16] or '0', h[17] or '', ctx.now - tonumber(h[4] or ctx.now), h[23] or '' }
   end
   if status == 'RUNNING' and not reclaimed then
     if h[13] == ctx.consumer and h[18] == entryId then

@@ -1,0 +1,51 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { FlotillaMetrics } from "@flotilla/metrics";
+import { metrics } from "@opentelemetry/api";
+import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
+import { MeterProvider } from "@opentelemetry/sdk-metrics";
+
+export interface Endpoints {
+  /** The metrics the worker should record into (Prometheus-exported). */
+  metrics: FlotillaMetrics;
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * The worker's opt-in HTTP endpoints, for Prometheus and Kubernetes probes:
+ * `/metrics` (Prometheus text, through the OpenTelemetry Prometheus exporter), `/healthz` (the
+ * process answers) and `/readyz` (connected to Redis and claiming: 200, else 503).
+ */
+export async function startEndpoints(port: number, isReady: () => boolean, host = "0.0.0.0"): Promise<Endpoints> {
+  const exporter = new PrometheusExporter({ preventServerStart: true });
+  const provider = new MeterProvider({ readers: [exporter] });
+  // Registered globally too, so anything else the process instruments is scraped as well.
+  metrics.setGlobalMeterProvider(provider);
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (path === "/metrics") return exporter.getMetricsRequestHandler(req, res);
+    if (path === "/healthz") {
+      res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');
+      return;
+    }
+    if (path === "/readyz") {
+      const ready = isReady();
+      res.writeHead(ready ? 200 : 503, { "content-type": "application/json" }).end(JSON.stringify({ status: ready ? "ready" : "not ready" }));
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  return {
+    metrics: new FlotillaMetrics({ meterProvider: provider }),
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      await new Promise((r) => server.close(r));
+      await provider.shutdown();
+    },
+  };
+}

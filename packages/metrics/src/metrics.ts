@@ -1,0 +1,206 @@
+import { type Attributes, type Meter, type MeterProvider, metrics } from "@opentelemetry/api";
+
+/** Every instrument Flotilla records, by name. */
+export const METRICS = {
+  submitted: "flotilla.tasks.submitted",
+  completed: "flotilla.tasks.completed",
+  failed: "flotilla.tasks.failed",
+  cancelled: "flotilla.tasks.cancelled",
+  retried: "flotilla.tasks.retried",
+  deadLettered: "flotilla.tasks.dead_lettered",
+  queueDepth: "flotilla.queue.depth",
+  queuePending: "flotilla.queue.pending",
+  duration: "flotilla.task.duration",
+  waitTime: "flotilla.task.wait_time",
+  workersLive: "flotilla.workers.live",
+  eventsEmitted: "flotilla.stream.events.emitted",
+  publishDuration: "flotilla.stream.event.publish_duration",
+} as const;
+
+export interface HistogramSummary {
+  count: number;
+  sum: number;
+  min: number;
+  max: number;
+  p50: number;
+  p95: number;
+  p99: number;
+}
+
+/** The figures as this process recorded them: counters and histograms by attribute set, gauges as last observed. */
+export interface MetricsSnapshot {
+  counters: Record<string, Record<string, number>>;
+  gauges: Record<string, Record<string, number>>;
+  histograms: Record<string, Record<string, HistogramSummary>>;
+}
+
+export interface QueueFigures {
+  queue: string;
+  /** Entries waiting to be claimed (delayed ones included). */
+  waiting: number;
+  /** Claimed, not yet done. */
+  inFlight: number;
+}
+
+/** A stable key for an attribute set: `queue=a,agent=b` (sorted). */
+export const attributeKey = (attrs: Attributes = {}): string =>
+  Object.keys(attrs)
+    .sort()
+    .map((k) => `${k}=${String(attrs[k])}`)
+    .join(",");
+
+const SAMPLE_LIMIT = 10_000;
+
+class Samples {
+  count = 0;
+  sum = 0;
+  min = Number.POSITIVE_INFINITY;
+  max = Number.NEGATIVE_INFINITY;
+  private readonly values: number[] = [];
+  private next = 0;
+
+  add(v: number): void {
+    this.count++;
+    this.sum += v;
+    this.min = Math.min(this.min, v);
+    this.max = Math.max(this.max, v);
+    // The latest SAMPLE_LIMIT values, for percentiles.
+    if (this.values.length < SAMPLE_LIMIT) this.values.push(v);
+    else this.values[this.next++ % SAMPLE_LIMIT] = v;
+  }
+
+  summary(): HistogramSummary {
+    const sorted = [...this.values].sort((a, b) => a - b);
+    const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+    return { count: this.count, sum: this.sum, min: this.count ? this.min : 0, max: this.count ? this.max : 0, p50: at(0.5), p95: at(0.95), p99: at(0.99) };
+  }
+}
+
+export interface FlotillaMetricsOptions {
+  /** Where instruments are created. @default the global MeterProvider (`metrics.getMeterProvider()`) */
+  meterProvider?: MeterProvider;
+}
+
+/**
+ * Flotilla's instruments, created through `@opentelemetry/api`: they flow into whatever OpenTelemetry
+ * SDK the application registered (register it before creating clients and workers, as OTel asks).
+ * Every figure is also kept in memory, so `snapshot()` reads the same numbers with no SDK at all.
+ */
+export class FlotillaMetrics {
+  private readonly meter: Meter;
+  private readonly counters = new Map<string, Map<string, number>>();
+  private readonly histograms = new Map<string, Map<string, Samples>>();
+  private readonly otelCounters = new Map<string, ReturnType<Meter["createCounter"]>>();
+  private readonly otelHistograms = new Map<string, ReturnType<Meter["createHistogram"]>>();
+  private readonly queueSources = new Set<() => readonly QueueFigures[]>();
+  private readonly workerSources = new Set<() => number | undefined>();
+
+  constructor(options: FlotillaMetricsOptions = {}) {
+    this.meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter("@flotilla/metrics");
+    const counter = (name: string, description: string, unit = "{task}") =>
+      this.otelCounters.set(name, this.meter.createCounter(name, { description, unit }));
+    counter(METRICS.submitted, "Tasks submitted");
+    counter(METRICS.completed, "Tasks that completed");
+    counter(METRICS.failed, "Tasks that failed for good");
+    counter(METRICS.cancelled, "Tasks cancelled");
+    counter(METRICS.retried, "Attempts that ended in a retry");
+    counter(METRICS.deadLettered, "Queue entries moved to the dead-letter stream", "{entry}");
+    counter(METRICS.eventsEmitted, "Task events published", "{event}");
+    const histogram = (name: string, description: string) =>
+      this.otelHistograms.set(name, this.meter.createHistogram(name, { description, unit: "ms" }));
+    histogram(METRICS.duration, "How long a task's attempt ran");
+    histogram(METRICS.waitTime, "How long a task waited in its queue before it first started");
+    histogram(METRICS.publishDuration, "How long a batch of events took to publish");
+    const depth = this.meter.createObservableGauge(METRICS.queueDepth, { description: "Entries waiting in the queue", unit: "{entry}" });
+    const pending = this.meter.createObservableGauge(METRICS.queuePending, { description: "Entries claimed and in flight", unit: "{entry}" });
+    const live = this.meter.createObservableGauge(METRICS.workersLive, { description: "Workers with a live heartbeat", unit: "{worker}" });
+    depth.addCallback((r) => {
+      for (const q of this.queueFigures()) r.observe(q.waiting, { queue: q.queue });
+    });
+    pending.addCallback((r) => {
+      for (const q of this.queueFigures()) r.observe(q.inFlight, { queue: q.queue });
+    });
+    live.addCallback((r) => {
+      const n = this.liveWorkers();
+      if (n !== undefined) r.observe(n);
+    });
+  }
+
+  /** Adds to a counter (one of METRICS). */
+  add(name: string, value: number, attrs: Attributes = {}): void {
+    this.otelCounters.get(name)?.add(value, attrs);
+    const byAttrs = this.counters.get(name) ?? new Map<string, number>();
+    this.counters.set(name, byAttrs);
+    const key = attributeKey(attrs);
+    byAttrs.set(key, (byAttrs.get(key) ?? 0) + value);
+  }
+
+  /** Records a histogram value (one of METRICS), in ms. */
+  record(name: string, value: number, attrs: Attributes = {}): void {
+    this.otelHistograms.get(name)?.record(value, attrs);
+    const byAttrs = this.histograms.get(name) ?? new Map<string, Samples>();
+    this.histograms.set(name, byAttrs);
+    const key = attributeKey(attrs);
+    const samples = byAttrs.get(key) ?? new Samples();
+    byAttrs.set(key, samples);
+    samples.add(value);
+  }
+
+  /** Queue figures for the depth and pending gauges; returns the function that stops observing. */
+  observeQueues(source: () => readonly QueueFigures[]): () => void {
+    this.queueSources.add(source);
+    return () => this.queueSources.delete(source);
+  }
+
+  /** The live-worker count for its gauge; returns the function that stops observing. */
+  observeWorkers(source: () => number | undefined): () => void {
+    this.workerSources.add(source);
+    return () => this.workerSources.delete(source);
+  }
+
+  private queueFigures(): QueueFigures[] {
+    return [...this.queueSources].flatMap((s) => s());
+  }
+
+  private liveWorkers(): number | undefined {
+    for (const s of this.workerSources) {
+      const n = s();
+      if (n !== undefined) return n;
+    }
+    return undefined;
+  }
+
+  snapshot(): MetricsSnapshot {
+    const counters: MetricsSnapshot["counters"] = {};
+    for (const [name, byAttrs] of this.counters) counters[name] = Object.fromEntries(byAttrs);
+    const histograms: MetricsSnapshot["histograms"] = {};
+    for (const [name, byAttrs] of this.histograms) histograms[name] = Object.fromEntries([...byAttrs].map(([k, s]) => [k, s.summary()]));
+    const gauges: MetricsSnapshot["gauges"] = { [METRICS.queueDepth]: {}, [METRICS.queuePending]: {} };
+    for (const q of this.queueFigures()) {
+      gauges[METRICS.queueDepth]![attributeKey({ queue: q.queue })] = q.waiting;
+      gauges[METRICS.queuePending]![attributeKey({ queue: q.queue })] = q.inFlight;
+    }
+    const live = this.liveWorkers();
+    if (live !== undefined) gauges[METRICS.workersLive] = { "": live };
+    return { counters, gauges, histograms };
+  }
+
+  /** The total of a counter over every attribute set, or those matching `attrs`. */
+  total(name: string, attrs: Attributes = {}): number {
+    const want = Object.entries(attrs).map(([k, v]) => `${k}=${String(v)}`);
+    let sum = 0;
+    for (const [key, value] of this.counters.get(name) ?? []) {
+      const parts = key.split(",");
+      if (want.every((w) => parts.includes(w))) sum += value;
+    }
+    return sum;
+  }
+}
+
+let shared: FlotillaMetrics | undefined;
+
+/** The instance clients and workers use when given none: one per process, on the global MeterProvider. */
+export function defaultMetrics(): FlotillaMetrics {
+  shared ??= new FlotillaMetrics();
+  return shared;
+}
