@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
-import { FlotillaClient, TaskCancelledError, TaskFailedError } from "../src/index.ts";
+import { FlotillaMetrics, METRICS } from "@flotilla/metrics";
 import { cleanupPrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/tooling/test-utils";
 import { Worker } from "@flotilla/worker";
 import { context, propagation, trace } from "@opentelemetry/api";
@@ -10,7 +10,7 @@ import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { type CollectionResult, MeterProvider, MetricReader } from "@opentelemetry/sdk-metrics";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { afterAll, describe, expect, it } from "vitest";
-import { FlotillaMetrics, METRICS } from "@flotilla/metrics";
+import { FlotillaClient, TaskCancelledError, TaskFailedError } from "../src/index.ts";
 
 /** A reader the test collects from when it wants, like a Prometheus scrape. */
 class TestReader extends MetricReader {
