@@ -2,6 +2,9 @@ import { createHash } from "node:crypto";
 import { ValidationError } from "./errors.ts";
 import { type Priority, SAFE_ID } from "./schemas.ts";
 
+/** Fleet statistics are kept in buckets of this many ms. */
+export const STATS_BUCKET_MS = 5000;
+
 /** The consumer group every worker of a queue reads through. */
 export const CONSUMER_GROUP = "flotilla";
 
@@ -58,6 +61,10 @@ export interface Keys {
   taskIndex(queue: string): string;
   /** String: what a batch script call did (a submit, a claim), so a resend after a lost reply does not do it twice. */
   batch(queue: string, batchId: string): string;
+  /** Hash: the queue's fleet statistics for the 5-second bucket holding `at` (ms): outcomes, wait-time buckets. */
+  stats(queue: string, at: number): string;
+  /** Stream: alert events (firing, resolved) that other processes can read. */
+  alerts(): string;
   /** Set: every queue a task was submitted to, for listing across queues. */
   queues(): string;
   /** String: the task id an idempotency key was first used for (the key is hashed; TTL = its window). */
@@ -99,7 +106,9 @@ export function createKeys(prefix = "flotilla"): Keys {
     delayed: (q, p = "normal") => `${tagged("queue", q)}:delayed${p === "normal" ? "" : `:${p}`}`,
     taskIndex: (q) => `${tagged("queue", q)}:tasks`,
     batch: (q, id) => `${tagged("queue", q)}:batch:${id}`,
+    stats: (q, at) => `${tagged("queue", q)}:stats:${Math.floor(at / STATS_BUCKET_MS)}`,
     queues: () => `${prefix}:queues`,
+    alerts: () => `${prefix}:alerts`,
     idempotency: (key) => `${prefix}:idem:{${createHash("sha1").update(key).digest("hex")}}`,
     memory: (id) => tagged("memory", id),
     workers: () => `${prefix}:{health}:workers`,

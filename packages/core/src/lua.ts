@@ -10,14 +10,16 @@ type ScriptQueuer = Record<string, (...args: Array<string | number | Buffer>) =>
 const CORE_INCLUDES = fileURLToPath(new URL("../lua/includes/", import.meta.url));
 const installed = new WeakMap<Redis, Set<string>>();
 
-function expandIncludes(source: string, dir: string, seen: Set<string>): string {
+/** `dir`: the folder of the including file; `nested`: that file is itself an include. */
+function expandIncludes(source: string, dir: string, seen: Set<string>, nested = false): string {
   return source.replace(/^--\s*@include\s+"([\w-]+)"\s*$/gm, (_, name: string) => {
     if (seen.has(name)) return "";
     seen.add(name);
-    for (const base of [join(dir, "includes"), CORE_INCLUDES]) {
+    // A script's includes sit in includes/ beside it; an include's own includes, beside it.
+    for (const base of [nested ? dir : join(dir, "includes"), CORE_INCLUDES]) {
       try {
         const text = readFileSync(join(base, `${name}.lua`), "utf8");
-        return expandIncludes(text, base, seen);
+        return expandIncludes(text, base, seen, true);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
       }

@@ -8,7 +8,7 @@
 -- Then, with a claim count, it claims and starts that many new entries for the freed slots (as
 -- claim.lua does), so a busy worker makes one round trip per batch: finish these, start the next.
 -- KEYS: lane high, lane normal, lane low, delayed high, delayed normal, delayed low, dead letters,
---       claim marker (unique to this call)
+--       claim marker (unique to this call), stats bucket
 -- ARGV: group, consumer, now, taskBase, recordTtlMs, statusChannel, deadLetterMaxLen, claim count,
 --       lane order, then per outcome
 --       (WIDTH fields): lane, entryId|'' (no entry to settle), name, attempt, status, result|'', error|'',
@@ -80,6 +80,7 @@ for i = 10, #ARGV, WIDTH do
     redis.call('HSET', key, 'durationMs', now - tonumber(h[3] or now))
     cancelWaiting(key, h[6], attempt, h[7], h[5] or 'cancelled', now, h[8], h[9], recordTtl)
     if entryId ~= '' then ack(lane, entryId) end
+    countStat('cancelled')
     settled[#settled + 1] = { 'ok', 'CANCELLED', 0 }
   else
     local f = { 'status', target, 'durationMs', now - tonumber(h[3] or now) }
@@ -103,6 +104,7 @@ for i = 10, #ARGV, WIDTH do
       redis.call('PEXPIRE', key, recordTtl)
     end
     local dead = settleEntry(lane, entryId, name, h[6], target, attempt, errText, retryAt, reason)
+    countStat(string.lower(target))
     settled[#settled + 1] = { 'ok', target, dead }
   end
 end
@@ -111,5 +113,6 @@ if claimCount > 0 then
   claimNew({ consumer = consumer, now = now, base = base, recordTtlMs = recordTtl }, KEYS, group, claimCount, ARGV[9], KEYS[8])
 end
 flushAcks(KEYS, group)
+flushStats(KEYS[9])
 publishStatus(ARGV[6])
 return { settled, replies }

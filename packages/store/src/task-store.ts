@@ -25,9 +25,9 @@ import { decodeCursor, encodeCursor, type Position } from "./cursor.ts";
 const lua = (name: string, keys: number) => LuaScript.fromFile(new URL(`../lua/${name}.lua`, import.meta.url), keys);
 const scripts = {
   create: lua("create", 8),
-  claim: lua("claim", 4),
-  start: lua("start", 3),
-  settle: lua("settle", 8),
+  claim: lua("claim", 5),
+  start: lua("start", 4),
+  settle: lua("settle", 9),
   requeue: lua("requeue", 4),
 };
 
@@ -264,7 +264,7 @@ export class TaskStore {
    * trip. Lanes are read in `order` without blocking.
    */
   async claim(queue: string, consumer: string, count: number, order: readonly Priority[] = LANES, now = Date.now()): Promise<StartReply[]> {
-    const reply = await scripts.claim.run(this.redis, [...this.laneKeys(queue), this.keys.batch(queue, randomUUID())], [
+    const reply = await scripts.claim.run(this.redis, [...this.laneKeys(queue), this.keys.batch(queue, randomUUID()), this.keys.stats(queue, now)], [
       ...this.startArgs(queue, consumer, now),
       count,
       order.map(laneNumber).join(","),
@@ -286,7 +286,7 @@ export class TaskStore {
     if (entries.length === 0) return [];
     const args: Array<string | number> = [...this.startArgs(queue, consumer, now), reclaimed ? 1 : 0];
     for (const e of entries) args.push(laneNumber(e.priority), e.entryId, e.name);
-    return parseStartReplies(queue, await scripts.start.run(this.redis, this.laneKeys(queue), args));
+    return parseStartReplies(queue, await scripts.start.run(this.redis, [...this.laneKeys(queue), this.keys.stats(queue, now)], args));
   }
 
   /**
@@ -359,7 +359,7 @@ export class TaskStore {
     }
     const [settled, started] = (await scripts.settle.run(
       this.redis,
-      [...this.laneKeys(queue), ...LANES.map((p) => k.delayed(queue, p)), k.deadLetters(queue), k.batch(queue, options.batchId ?? randomUUID())],
+      [...this.laneKeys(queue), ...LANES.map((p) => k.delayed(queue, p)), k.deadLetters(queue), k.batch(queue, options.batchId ?? randomUUID()), k.stats(queue, now)],
       args,
     )) as [unknown[], unknown];
     return { outcomes: settled.map(parseFinish), started: parseStartReplies(queue, started) };

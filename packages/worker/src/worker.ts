@@ -681,10 +681,13 @@ export class Worker extends EventEmitter {
       const attrs = { queue: lane.queue, agent: agentName };
       if (attempt === 1) this.metrics.record(METRICS.waitTime, start.waitedMs, attrs);
       const runStarted = performance.now();
+      let traceId: string | undefined;
       // The worker's span continues the submit's trace (carried by the task) and is the parent of
       // the run's model-turn and tool spans.
       const spanAttributes = { "flotilla.task_id": taskId, "flotilla.queue": lane.queue, "flotilla.agent": agentName, "flotilla.attempt": attempt };
       const outcome = await withSpan("flotilla.execute", { kind: SpanKind.CONSUMER, parent: extractTrace(parseCarrier(start.trace)), attributes: spanAttributes }, async (span) => {
+      const id = span.spanContext().traceId;
+      if (!/^0*$/.test(id)) traceId = id;
       let outcome: FinishInput;
       try {
         const execution = this.executor.execute({
@@ -731,7 +734,7 @@ export class Worker extends EventEmitter {
         this.log.warn("attempt lost its claim; leaving the outcome to its owner", { taskId, attempt });
         return;
       }
-      await this.record(lane, entryId, taskId, usage ? { ...outcome, usage } : outcome);
+      await this.record(lane, entryId, taskId, usage ? { ...outcome, usage } : outcome, traceId);
     } finally {
       unwatch();
     }
@@ -755,7 +758,7 @@ export class Worker extends EventEmitter {
    * when the task completed or was cancelled, moved to the delayed set for a retry, dead-lettered
    * when it failed.
    */
-  private async record(lane: Lane, entryId: string, taskId: string, outcome: FinishInput): Promise<void> {
+  private async record(lane: Lane, entryId: string, taskId: string, outcome: FinishInput, traceId?: string): Promise<void> {
     const { queue } = lane;
     const error = outcome.error ?? { message: "failed", code: ErrorCodes.AGENT_ERROR };
     const finished = await this.settler!.settle(queue, {
@@ -780,7 +783,15 @@ export class Worker extends EventEmitter {
     } else {
       this.log.warn("outcome not recorded", { taskId, reason: finished.reason, status: finished.status });
     }
-    this.log.info("task ended", { taskId, attempt: outcome.attempt, status, error: outcome.error, retryAt: outcome.retryAt, recorded: finished.ok });
+    this.log.info("task ended", {
+      taskId,
+      attempt: outcome.attempt,
+      status,
+      error: outcome.error,
+      retryAt: outcome.retryAt,
+      recorded: finished.ok,
+      ...(traceId && { traceId }),
+    });
     const end: TaskEndEvent = { taskId, attempt: outcome.attempt, status, error: outcome.error, recorded: finished.ok };
     this.emit("task:ended", end);
   }

@@ -6,6 +6,7 @@
 -- entry go back to the worker, which dead-letters the entry with the reason.
 -- Replay-safe: a resent start of the same entry by the same worker gets its attempt back.
 --@include "cancel"
+--@include "stats"
 
 local replies = {}
 local acks = { {}, {}, {} }
@@ -84,6 +85,7 @@ local function startEntry(ctx, lane, entryId, name, reclaimed)
     hsetAll(key, { 'status', 'FAILED', 'completedAt', now, 'error', errText },
       statusEvent('FAILED', h[22], attempts, h[5], now, h[19], h[20], ',"error":' .. errText))
     redis.call('PEXPIRE', key, ctx.recordTtlMs)
+    countStat('failed')
     replies[#replies + 1] = { 'dead', lane, entryId, name, attempts, h[14] or '' }
     return
   end
@@ -92,6 +94,7 @@ local function startEntry(ctx, lane, entryId, name, reclaimed)
   if not h[10] then
     f[#f + 1] = 'waitMs'
     f[#f + 1] = now - tonumber(h[4])
+    countWait(now - tonumber(h[4]))
   end
   local extra = ',"workerId":' .. jsonString(ctx.consumer)
   if status == 'RUNNING' then

@@ -1,0 +1,104 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Agent } from "@flotilla/agent";
+import { createKeys } from "@flotilla/core";
+import { type AlertEvent, AlertManager, redisStreamSink, webhookSink } from "@flotilla/metrics";
+import { afterAll, describe, expect, it } from "vitest";
+import { TaskFailedError } from "../src/index.ts";
+import { useFlotilla } from "./helpers.ts";
+
+/** A local webhook receiver that fails the first `failFirst` requests. */
+async function webhookReceiver(failFirst: number) {
+  const received: AlertEvent[] = [];
+  let requests = 0;
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d: Buffer) => {
+      body += d.toString();
+    });
+    req.on("end", () => {
+      requests++;
+      if (requests <= failFirst) {
+        res.writeHead(500).end();
+        return;
+      }
+      received.push(JSON.parse(body) as AlertEvent);
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/alerts`,
+    received,
+    requests: () => requests,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+describe("alerts against real queue states in Redis", () => {
+  const env = useFlotilla("alerts");
+  const managers: AlertManager[] = [];
+  afterAll(async () => {
+    for (const m of managers) await m.stop();
+  });
+  const summary = (events: AlertEvent[]) => events.map((e) => `${e.state}:${e.rule}`).sort();
+
+  it("fires when tasks wait with no worker, once, repeats after the quiet period, and resolves when a worker drains them", async () => {
+    const hook = await webhookReceiver(1);
+    const seen: AlertEvent[] = [];
+    const manager = new AlertManager({
+      redis: env.admin,
+      prefix: env.prefix,
+      queues: ["stalled"],
+      thresholds: { depthWarning: 2 },
+      repeatIntervalMs: 60_000,
+      sinks: [(e) => void seen.push(e), redisStreamSink(env.admin, { prefix: env.prefix }), webhookSink(hook.url, { backoffMs: 10 })],
+    });
+    managers.push(manager);
+    const client = env.client();
+    const echo = new Agent({ name: "echo", model: "scripted:x" });
+    const handles = await client.submitMany([1, 2, 3].map((i) => ({ agent: echo, input: i, options: { queue: "stalled" } })));
+    const t0 = Date.now();
+    expect(summary(await manager.evaluate(t0))).toEqual(["firing:no_live_worker", "firing:queue_depth_warning"]);
+    expect(seen.find((e) => e.rule === "queue_depth_warning")).toMatchObject({ severity: "warning", queue: "stalled", value: 3, threshold: 2 });
+    expect(seen.find((e) => e.rule === "no_live_worker")).toMatchObject({ severity: "critical", value: 0 });
+    // Still true a moment later: nothing is sent again…
+    expect(await manager.evaluate(t0 + 1000)).toEqual([]);
+    // …until the quiet period has passed.
+    expect(summary(await manager.evaluate(t0 + 61_000))).toEqual(["firing:no_live_worker", "firing:queue_depth_warning"]);
+    expect(manager.active.map((e) => e.rule).sort()).toEqual(["no_live_worker", "queue_depth_warning"]);
+
+    await env.worker({ queues: ["stalled"] });
+    for (const h of handles) await h.result();
+    expect(summary(await manager.evaluate(t0 + 62_000))).toEqual(["resolved:no_live_worker", "resolved:queue_depth_warning"]);
+    expect(manager.active).toEqual([]);
+
+    // Every event went to every sink: the Redis stream (for other processes) and the webhook,
+    // which refused the first POST and got it on the retry.
+    const stream = await env.admin.xrange(createKeys(env.prefix).alerts(), "-", "+");
+    expect(stream.map(([, f]) => JSON.parse(f[1]!) as AlertEvent).map((e) => `${e.state}:${e.rule}`)).toEqual(seen.map((e) => `${e.state}:${e.rule}`));
+    expect(hook.received.map((e) => `${e.state}:${e.rule}`)).toEqual(seen.map((e) => `${e.state}:${e.rule}`));
+    expect(hook.requests()).toBe(seen.length + 1);
+    await hook.close();
+  });
+
+  it("fires on a burst of failures over the window, and resolves once the window has passed", async () => {
+    await env.worker({ queues: ["burst"] });
+    const client = env.client();
+    const broken = new Agent({ name: "broken", model: "scripted:x", options: { scripted: { failWith: "boom" } } });
+    const echo = new Agent({ name: "echo", model: "scripted:x" });
+    const failing = await client.submitMany(Array.from({ length: 6 }, (_, i) => ({ agent: broken, input: i, options: { queue: "burst" } })));
+    const fine = await client.submitMany(Array.from({ length: 4 }, (_, i) => ({ agent: echo, input: i, options: { queue: "burst" } })));
+    for (const h of failing) await expect(h.result()).rejects.toBeInstanceOf(TaskFailedError);
+    for (const h of fine) await h.result();
+    const seen: AlertEvent[] = [];
+    const manager = new AlertManager({ redis: env.admin, prefix: env.prefix, queues: ["burst"], windowMs: 60_000, sinks: [(e) => void seen.push(e)] });
+    managers.push(manager);
+    const now = Date.now();
+    expect(summary(await manager.evaluate(now))).toEqual(["firing:failure_rate"]);
+    expect(seen[0]).toMatchObject({ queue: "burst", value: 0.6, threshold: 0.1, severity: "warning" });
+    expect(seen[0]!.message).toMatch(/60 %.*6 of 10/);
+    // Two minutes on, the failures have left the one-minute window.
+    expect(summary(await manager.evaluate(now + 120_000))).toEqual(["resolved:failure_rate"]);
+  });
+});

@@ -1,0 +1,260 @@
+import { closeRedis, createKeys, type Keys, type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core";
+import type { Redis } from "ioredis";
+import { type QueueState, readFleetFigures } from "./fleet-figures.ts";
+
+export type Severity = "warning" | "critical";
+
+/** What a rule says of one queue: whether it fires, and why. */
+export interface RuleVerdict {
+  firing: boolean;
+  value: number;
+  threshold: number;
+  message: string;
+}
+
+export interface AlertRule {
+  /** Stable name, e.g. `queue_depth_critical`; an alert's id is `<name>:<queue>`. */
+  name: string;
+  severity: Severity;
+  /** Undefined: the rule has nothing to say of this queue (no data). */
+  check(queue: QueueState): RuleVerdict | undefined;
+}
+
+export interface AlertEvent {
+  id: string;
+  rule: string;
+  severity: Severity;
+  /** `firing` when it starts (and again after `repeatIntervalMs` while it lasts), `resolved` when it clears. */
+  state: "firing" | "resolved";
+  queue: string;
+  message: string;
+  value: number;
+  threshold: number;
+  /** When the alert started firing (ms). */
+  since: number;
+  at: number;
+}
+
+export type AlertSink = (event: AlertEvent) => void | Promise<void>;
+
+export interface AlertThresholds {
+  /** @default 100 */
+  depthWarning?: number;
+  /** @default 500 */
+  depthCritical?: number;
+  /** Failed ÷ (completed + failed) over the window. @default 0.1 */
+  failureRate?: number;
+  /** Outcomes needed in the window before the failure rate counts. @default 5 */
+  failureRateMinSamples?: number;
+  /** @default 60_000 */
+  waitP95Ms?: number;
+}
+
+/** The default rules, every threshold configurable. */
+export function defaultRules(t: AlertThresholds = {}): AlertRule[] {
+  const depthWarning = t.depthWarning ?? 100;
+  const depthCritical = t.depthCritical ?? 500;
+  const failureRate = t.failureRate ?? 0.1;
+  const minSamples = t.failureRateMinSamples ?? 5;
+  const waitP95 = t.waitP95Ms ?? 60_000;
+  return [
+    {
+      name: "queue_depth_warning",
+      severity: "warning",
+      check: (q) => ({ firing: q.waiting > depthWarning, value: q.waiting, threshold: depthWarning, message: `${q.waiting} tasks waiting in "${q.queue}" (over ${depthWarning})` }),
+    },
+    {
+      name: "queue_depth_critical",
+      severity: "critical",
+      check: (q) => ({ firing: q.waiting > depthCritical, value: q.waiting, threshold: depthCritical, message: `${q.waiting} tasks waiting in "${q.queue}" (over ${depthCritical})` }),
+    },
+    {
+      name: "failure_rate",
+      severity: "warning",
+      check: (q) => {
+        const outcomes = q.completed + q.failed;
+        if (outcomes < minSamples) return { firing: false, value: 0, threshold: failureRate, message: "too few outcomes to judge" };
+        const rate = q.failed / outcomes;
+        return { firing: rate > failureRate, value: rate, threshold: failureRate, message: `${Math.round(rate * 100)} % of "${q.queue}"'s tasks failed in the window (${q.failed} of ${outcomes})` };
+      },
+    },
+    {
+      name: "no_live_worker",
+      severity: "critical",
+      check: (q) => ({
+        firing: q.waiting > 0 && q.liveWorkers === 0,
+        value: q.liveWorkers,
+        threshold: 1,
+        message: `${q.waiting} tasks wait in "${q.queue}" and no live worker serves it`,
+      }),
+    },
+    {
+      name: "wait_time_p95",
+      severity: "warning",
+      check: (q) =>
+        q.waitP95Ms === undefined
+          ? undefined
+          : { firing: q.waitP95Ms > waitP95, value: q.waitP95Ms, threshold: waitP95, message: `95 % of "${q.queue}"'s tasks waited up to ${q.waitP95Ms} ms (over ${waitP95})` },
+    },
+  ];
+}
+
+export interface AlertManagerOptions {
+  redis?: RedisConnection;
+  /** @default "flotilla" */
+  prefix?: string;
+  /** Queues to watch. @default every queue tasks were submitted to */
+  queues?: string[];
+  /** @default defaultRules(thresholds) */
+  rules?: AlertRule[];
+  thresholds?: AlertThresholds;
+  sinks: AlertSink[];
+  /** How often rules are evaluated. @default 15_000 */
+  intervalMs?: number;
+  /** The window of the failure rate and wait-time figures. @default 300_000 */
+  windowMs?: number;
+  /** A firing alert is sent again after this long if it still fires. @default 3_600_000 */
+  repeatIntervalMs?: number;
+  /** Called when an evaluation or a sink fails (it is retried next round). */
+  onError?: (err: unknown) => void;
+}
+
+interface Firing {
+  event: AlertEvent;
+  lastSent: number;
+}
+
+/**
+ * Evaluates alert rules on a timer against the live figures of the fleet (queue depths and workers
+ * from Redis; outcomes and wait times from the fleet statistics workers write). An alert fires once,
+ * is sent again only after a quiet period while it lasts, and resolves when its rule clears.
+ */
+export class AlertManager {
+  private readonly options: AlertManagerOptions;
+  private readonly keys: Keys;
+  private readonly rules: AlertRule[];
+  private readonly firing = new Map<string, Firing>();
+  private conn: OwnedRedis | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private round: Promise<AlertEvent[]> | undefined;
+
+  constructor(options: AlertManagerOptions) {
+    this.options = options;
+    this.keys = createKeys(options.prefix);
+    this.rules = options.rules ?? defaultRules(options.thresholds);
+  }
+
+  private get redis(): Redis {
+    this.conn ??= openRedis(this.options.redis, "command");
+    return this.conn.redis;
+  }
+
+  /** Alerts firing now. */
+  get active(): AlertEvent[] {
+    return [...this.firing.values()].map((f) => f.event);
+  }
+
+  start(): void {
+    if (this.timer) return;
+    const tick = () => {
+      void this.evaluate().catch((err) => this.options.onError?.(err));
+    };
+    tick();
+    this.timer = setInterval(tick, this.options.intervalMs ?? 15_000);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.round?.catch(() => {});
+    await closeRedis(this.conn);
+    this.conn = undefined;
+  }
+
+  /** One round: reads the figures, checks every rule, sends what changed; returns the events sent. */
+  evaluate(now = Date.now()): Promise<AlertEvent[]> {
+    const round = (this.round ?? Promise.resolve([])).catch(() => []).then(() => this.evaluateOnce(now));
+    this.round = round;
+    return round;
+  }
+
+  private async evaluateOnce(now: number): Promise<AlertEvent[]> {
+    const queues = this.options.queues ?? (await this.redis.smembers(this.keys.queues())).sort();
+    const states = await readFleetFigures(this.redis, this.keys, queues, this.options.windowMs ?? 300_000, now);
+    const repeatMs = this.options.repeatIntervalMs ?? 3_600_000;
+    const events: AlertEvent[] = [];
+    for (const state of states) {
+      for (const rule of this.rules) {
+        const id = `${rule.name}:${state.queue}`;
+        const verdict = rule.check(state);
+        const current = this.firing.get(id);
+        if (verdict?.firing) {
+          if (!current) {
+            const event: AlertEvent = { id, rule: rule.name, severity: rule.severity, state: "firing", queue: state.queue, ...pick(verdict), since: now, at: now };
+            this.firing.set(id, { event, lastSent: now });
+            events.push(event);
+          } else {
+            current.event = { ...current.event, ...pick(verdict), at: now };
+            if (now - current.lastSent >= repeatMs) {
+              current.lastSent = now;
+              events.push(current.event);
+            }
+          }
+        } else if (current && verdict !== undefined) {
+          this.firing.delete(id);
+          events.push({ ...current.event, state: "resolved", ...(verdict && pick(verdict)), at: now });
+        }
+      }
+    }
+    for (const event of events) {
+      for (const sink of this.options.sinks) {
+        try {
+          await sink(event);
+        } catch (err) {
+          this.options.onError?.(err);
+        }
+      }
+    }
+    return events;
+  }
+}
+
+const pick = (v: RuleVerdict) => ({ message: v.message, value: v.value, threshold: v.threshold });
+
+/** A sink that writes one log line per alert event (`warn` when firing, `info` when resolved). */
+export function logSink(logger: { warn(msg: string, fields?: object): void; info(msg: string, fields?: object): void }): AlertSink {
+  return (e) => (e.state === "firing" ? logger.warn(`alert ${e.state}: ${e.message}`, { alert: e }) : logger.info(`alert ${e.state}: ${e.id}`, { alert: e }));
+}
+
+/** A sink that appends alert events to a Redis stream (`{prefix}:alerts`) other processes can read. */
+export function redisStreamSink(redis: Redis, options: { prefix?: string; maxLen?: number } = {}): AlertSink {
+  const key = createKeys(options.prefix).alerts();
+  return async (e) => {
+    await redis.xadd(key, "MAXLEN", "~", options.maxLen ?? 10_000, "*", "event", JSON.stringify(e));
+  };
+}
+
+/** A sink that POSTs each alert event as JSON, retrying with backoff (3 tries by default) until a 2xx. */
+export function webhookSink(url: string, options: { retries?: number; backoffMs?: number; headers?: Record<string, string>; timeoutMs?: number } = {}): AlertSink {
+  const tries = (options.retries ?? 2) + 1;
+  return async (e) => {
+    let last: unknown;
+    for (let i = 0; i < tries; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, (options.backoffMs ?? 500) * 2 ** (i - 1)));
+      try {
+        const res = await fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...options.headers },
+          body: JSON.stringify(e),
+          signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
+        });
+        if (res.ok) return;
+        last = new Error(`webhook answered ${res.status}`);
+      } catch (err) {
+        last = err;
+      }
+    }
+    throw last;
+  };
+}
