@@ -4,20 +4,28 @@ import { describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 
+/** Runs `pnpm bench <args>` as a process; expects it to succeed and returns its JSON results. */
+async function bench(...args: string[]) {
+  const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr.on("data", (d: Buffer) => {
+    err += d.toString();
+  });
+  const code = await new Promise((resolve) => child.on("exit", resolve));
+  expect(code, err).toBe(0);
+  return out
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
+}
+
 describe("pnpm bench", () => {
   it("runs the throughput scenario (--quick) for both systems and prints one JSON object per result", async () => {
-    const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, "throughput", "--quick"], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      err += d.toString();
-    });
-    const code = await new Promise((resolve) => child.on("exit", resolve));
-    expect(code, err).toBe(0);
-    const results = out.trim().split("\n").map((l) => JSON.parse(l));
+    const results = await bench("throughput", "--quick");
     expect(results.map((r) => [r.scenario, r.procs])).toEqual([
       ["throughput", 1],
       ["throughput", 4],
@@ -36,18 +44,7 @@ describe("pnpm bench", () => {
   });
 
   it("footprint (--quick): no per-task key is left without a TTL once every task ended", async () => {
-    const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, "footprint", "--quick"], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      err += d.toString();
-    });
-    const code = await new Promise((resolve) => child.on("exit", resolve));
-    expect(code, err).toBe(0);
-    const [result] = out.trim().split("\n").map((l) => JSON.parse(l));
+    const [result] = await bench("footprint", "--quick");
     expect(result.scenario).toBe("footprint");
     expect(result.flotilla.perTaskKeysWithoutTtl).toBe(0);
     expect(result.flotilla.longLivedKeys).toEqual(["queue:{queue}", "queue:{queue}:high", "queue:{queue}:low", "queue:{queue}:tasks", "queues"]);
