@@ -38,6 +38,7 @@ describe("keys", () => {
       k.deadLetters("q"),
       k.taskIndex("q"),
       k.batch("q", "b1"),
+      k.stats("q", Date.now()),
     ];
     expect(new Set(queueKeys.map(slot)).size).toBe(1);
     expect(k.task("q/t3")).toBe(`${k.taskBase("q")}t3`);
