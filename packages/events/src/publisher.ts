@@ -64,7 +64,7 @@ export class EventPublisher {
     // The event's own JSON with the stamp spliced in: no copy of the event per emit. (AgentEvent has
     // none of the stamped keys; were one there anyway, the stamp comes later and wins in JSON.parse.)
     const body = JSON.stringify(event);
-    this.types.push(event.type);
+    if (this.opts.onPublished) this.types.push(event.type);
     this.buffer.push(`${body.length > 2 ? body.slice(0, -1) : "{"}${body.length > 2 ? this.stamp : this.stamp.slice(1)}${Date.now()}}`);
     if (!this.scheduled) {
       this.scheduled = true;

@@ -32,6 +32,7 @@ import {
   RunnableSpecSchema,
   resolveRetention,
   SubscriberHub,
+  splitTaskId,
   type TaskError,
   TaskPayloadSchema,
   type TokenUsage,
@@ -169,7 +170,6 @@ export class Worker extends EventEmitter {
   private queueFigures: QueueFigures[] = [];
   private liveWorkers: number | undefined;
   private stopObserving: Array<() => void> = [];
-  private claiming = false;
   private readonly blockMs: number;
   private readonly heartbeatTtlMs: number;
   private readonly connectTimeoutMs: number;
@@ -320,7 +320,6 @@ export class Worker extends EventEmitter {
     this.leaseTimer = setInterval(() => void this.renewLeases(), Math.floor(this.leaseMs / 3));
     this.leaseTimer.unref();
     this.loop = this.claimLoop();
-    this.claiming = true;
     this.stopObserving = [this.metrics.observeQueues(() => this.queueFigures), this.metrics.observeWorkers(() => this.liveWorkers)];
     void this.readGauges();
     this.gaugeTimer = setInterval(() => void this.readGauges(), this.gaugeIntervalMs);
@@ -341,7 +340,7 @@ export class Worker extends EventEmitter {
 
   /** Connected to Redis and claiming: what a readiness probe asks. */
   get ready(): boolean {
-    return this.claiming && !this.stopping && this.conn?.redis.status === "ready";
+    return this.loop !== undefined && !this.stopping && this.conn?.redis.status === "ready";
   }
 
   /** Reads the queue-depth and live-worker gauges (kept for the metrics' observable callbacks). */
@@ -577,12 +576,12 @@ export class Worker extends EventEmitter {
         work = this.runTask(lane, reply, controller);
         break;
       case "missing":
-        work = this.deadLetter(lane, entryId, "task record not found (expired or never written)", { task: nameOf(reply.taskId) }, reply.taskId);
+        work = this.deadLetter(lane, entryId, "task record not found (expired or never written)", { task: splitTaskId(reply.taskId).name }, reply.taskId);
         break;
       case "dead": {
         const { attempts, lastError } = reply;
         const reason = `delivery limit reached after ${attempts} attempts${lastError ? `; last error: [${lastError.code}] ${lastError.message}` : ""}`;
-        work = this.deadLetter(lane, entryId, reason, { task: nameOf(reply.taskId) }, reply.taskId, { attempts, lastError });
+        work = this.deadLetter(lane, entryId, reason, { task: splitTaskId(reply.taskId).name }, reply.taskId, { attempts, lastError });
         break;
       }
       default: {
@@ -797,7 +796,6 @@ export class Worker extends EventEmitter {
   }
 }
 
-const nameOf = (taskId: string) => taskId.slice(taskId.indexOf("/") + 1);
 /** A task's trace carrier as stored (JSON), or undefined when it has none or it is unreadable. */
 function parseCarrier(text: string | undefined): Record<string, string> | undefined {
   const parsed = z.record(z.string(), z.string()).safeParse(parseJsonOr(text, undefined));
