@@ -34,7 +34,7 @@ import {
 } from "@flotilla/core";
 import { StatusFeed } from "@flotilla/events";
 import { type FleetStatus, type FleetStatusOptions, getFleetStatus } from "@flotilla/health";
-import { checkConversationId, loadHistory, type MemoryStore, RedisMemoryStore } from "@flotilla/memory";
+import { checkConversationId, loadHistory, type MemoryStore, MemoryStores } from "@flotilla/memory";
 import { defaultMetrics, type FlotillaMetrics, injectTrace, METRICS, SpanKind, withSpan } from "@flotilla/metrics";
 import { type ListTasksOptions, type NewTask, type TaskPage, TaskStore } from "@flotilla/store";
 import { z } from "zod";
@@ -94,7 +94,7 @@ export class FlotillaClient {
   private feed: StatusFeed | undefined;
   /** Queues whose consumer group and registry entry this client has made sure of. */
   private readonly knownQueues = new Set<string>();
-  private readonly memoryStores: Record<string, MemoryStore>;
+  private readonly memoryStores: MemoryStores;
   private readonly metrics: FlotillaMetrics;
   private readonly ctx: ClientContext;
   private closed = false;
@@ -105,7 +105,7 @@ export class FlotillaClient {
     this.keys = createKeys(options.prefix);
     this.retention = resolveRetention(options.retention);
     this.maxPayloadBytes = options.maxPayloadBytes ?? 1_048_576;
-    this.memoryStores = { ...options.memory };
+    this.memoryStores = new MemoryStores(options.memory, () => this.conn.redis, this.keys.prefix, "client");
     this.metrics = options.metrics ?? defaultMetrics();
     this.conn = openRedis(this.redisOption, "command", { failFast: true, connectTimeoutMs: this.connectTimeoutMs });
     this.conn.redis.on("error", () => {}); // surfaced per command as ConnectionError
@@ -287,12 +287,7 @@ export class FlotillaClient {
    */
   conversation(conversationId: string, store = "redis"): Conversation {
     const id = checkConversationId(conversationId);
-    const memory = Object.hasOwn(this.memoryStores, store)
-      ? this.memoryStores[store]!
-      : store === "redis"
-        ? new RedisMemoryStore(this.conn.redis, { prefix: this.keys.prefix })
-        : undefined;
-    if (!memory) throw new FlotillaError(ErrorCodes.UNKNOWN_MEMORY, `this client has no memory store "${store}"`);
+    const memory = this.memoryStores.get(store);
     const redis = this.conn.redis;
     return {
       messages: () => withRedis(redis, () => loadHistory(memory, id)),

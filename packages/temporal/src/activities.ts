@@ -27,7 +27,7 @@ import {
   toTaskError,
 } from "@flotilla/core";
 import { type AgentEvent, EventPublisher } from "@flotilla/events";
-import { loadHistory, type MemoryStore, RedisMemoryStore } from "@flotilla/memory";
+import { loadHistory, type MemoryStore, MemoryStores } from "@flotilla/memory";
 import { Context } from "@temporalio/activity";
 import { ApplicationFailure } from "@temporalio/common";
 import type { AgentWorkflowInput, RunResultJson, ToolCallJson, ToolInput, ToolOutput, TurnInput, TurnOutput } from "./types.ts";
@@ -76,15 +76,8 @@ export function createActivities(options: ActivityOptions = {}) {
     conn ??= openRedis(options.redis, "command");
     return conn.redis;
   };
-  let redisMemory: RedisMemoryStore | undefined;
-  const memoryStore = (name: string): MemoryStore => {
-    if (options.memory && Object.hasOwn(options.memory, name)) return options.memory[name]!;
-    if (name === "redis") {
-      redisMemory ??= new RedisMemoryStore(redis(), { prefix: keys.prefix });
-      return redisMemory;
-    }
-    throw new FlotillaError(ErrorCodes.UNKNOWN_MEMORY, `this worker has no memory store "${name}"`);
-  };
+  const stores = new MemoryStores(options.memory, redis, keys.prefix);
+  const memoryStore = (name: string) => stores.get(name);
   const remember = async (memory: AgentWorkflowInput["memory"], taskId: string, key: string, message: Message) => {
     if (memory) await memoryStore(memory.store).append(memory.conversationId, [{ taskId, attempt: 1, key, message }]);
   };

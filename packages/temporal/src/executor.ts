@@ -1,8 +1,8 @@
 import { ErrorCodes, FlotillaError, type JsonValue, parseInput, type TokenUsage } from "@flotilla/core";
+import { MemoryRefSchema } from "@flotilla/memory";
 import type { ExecutionContext, Executor } from "@flotilla/worker";
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type WorkflowHandle } from "@temporalio/client";
 import { ApplicationFailure, CancelledFailure, TimeoutFailure } from "@temporalio/common";
-import { z } from "zod";
 import type { ActivitySettings, RunResultJson } from "./types.ts";
 import type { flotillaAgent } from "./workflow.ts";
 
@@ -18,8 +18,6 @@ export interface TemporalExecutorOptions {
   /** Timeouts and attempts of the workflow's activities. */
   activity?: ActivitySettings;
 }
-
-const MemoryRefSchema = z.object({ store: z.string().min(1).default("redis"), conversationId: z.string().min(1).max(200) }).strict();
 
 /** Codes that reach the Flotilla worker as they are: Temporal already retried, so none is retried again. */
 function toFlotillaError(err: unknown, signal: AbortSignal): unknown {

@@ -7,8 +7,7 @@ import {
   type ToolRegistry,
 } from "@flotilla/agent";
 import { ErrorCodes, FlotillaError, type JsonValue, type Message, parseInput } from "@flotilla/core";
-import { loadHistory, type MemoryStore } from "@flotilla/memory";
-import { z } from "zod";
+import { loadHistory, MemoryRefSchema, type MemoryStores } from "@flotilla/memory";
 import type { ExecutionContext, Executor } from "./executor.ts";
 
 /** The result a task records: what the run returned, as plain JSON. */
@@ -20,15 +19,12 @@ const toJson = ({ text, output, steps, usage, agent }: RunResult): JsonValue => 
   agent,
 });
 
-/** `metadata.memory`: the conversation a task continues. */
-const MemoryRefSchema = z.object({ store: z.string().min(1).default("redis"), conversationId: z.string().min(1).max(200) }).strict();
-
 export interface AgentExecutorOptions extends ModelResolverOptions {
   tools?: ToolRegistry | undefined;
   /** One model for every agent, whatever its `model` says (tests, proxies). */
   model?: LanguageModel | undefined;
   /** Memory stores by the name tasks give in `metadata.memory.store`. */
-  memory?: ((name: string) => MemoryStore | undefined) | undefined;
+  memory?: MemoryStores | undefined;
 }
 
 /**
@@ -45,8 +41,8 @@ export function agentExecutor(options: AgentExecutorOptions = {}): Executor {
       let onMessage: ((m: Message) => Promise<void>) | undefined;
       if (ctx.metadata.memory !== undefined) {
         const ref = parseInput(MemoryRefSchema, ctx.metadata.memory, "metadata.memory");
-        const store = options.memory?.(ref.store);
-        if (!store) throw new FlotillaError(ErrorCodes.UNKNOWN_MEMORY, `this worker has no memory store "${ref.store}"`);
+        if (!options.memory) throw new FlotillaError(ErrorCodes.UNKNOWN_MEMORY, "this worker has no memory stores");
+        const store = options.memory.get(ref.store);
         history = await loadHistory(store, ref.conversationId, ctx.taskId);
         onMessage = (message) => store.append(ref.conversationId, [{ taskId: ctx.taskId, attempt: ctx.attempt, message }]);
       }

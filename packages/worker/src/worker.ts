@@ -41,7 +41,7 @@ import {
 } from "@flotilla/core";
 import { EventPublisher } from "@flotilla/events";
 import { getFleetStatus, Heartbeat } from "@flotilla/health";
-import { type MemoryStore, RedisMemoryStore } from "@flotilla/memory";
+import { type MemoryStore, MemoryStores } from "@flotilla/memory";
 import { defaultMetrics, extractTrace, type FlotillaMetrics, METRICS, type QueueFigures, SpanKind, withSpan } from "@flotilla/metrics";
 import { type FinishInput, type StartReply, TaskStore } from "@flotilla/store";
 import { SpanStatusCode } from "@opentelemetry/api";
@@ -162,8 +162,7 @@ export class Worker extends EventEmitter {
   private readonly log: Logger;
   private readonly executor: Executor;
   private readonly agents: ReadonlyMap<string, RunnableSpec> | undefined;
-  private readonly memoryStores: Record<string, MemoryStore>;
-  private redisMemory: RedisMemoryStore | undefined;
+  private readonly memoryStores: MemoryStores;
   private readonly metrics: FlotillaMetrics;
   private readonly gaugeIntervalMs: number;
   private gaugeTimer: NodeJS.Timeout | undefined;
@@ -223,7 +222,8 @@ export class Worker extends EventEmitter {
     if (this.leaseMs < 300) throw new FlotillaError(ErrorCodes.VALIDATION, `leaseMs must be at least 300, got ${this.leaseMs}`);
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${newId().slice(-6)}`;
     this.redisOption = options.redis;
-    this.memoryStores = { ...options.memory };
+    // The executor runs tasks only once the worker has started, so its connection exists by then.
+    this.memoryStores = new MemoryStores(options.memory, () => this.conn!.redis, this.keys.prefix);
     this.metrics = options.metrics ?? defaultMetrics();
     this.gaugeIntervalMs = options.gaugeIntervalMs ?? 5000;
     this.executor =
@@ -233,7 +233,7 @@ export class Worker extends EventEmitter {
         providerFactory: options.providerFactory,
         openAICompatible: options.openAICompatible,
         model: options.model,
-        memory: (name) => this.memoryStore(name),
+        memory: this.memoryStores,
       });
     if (options.agents) {
       this.agents = new Map(
@@ -243,14 +243,6 @@ export class Worker extends EventEmitter {
         }),
       );
     }
-  }
-
-  /** A memory store by name; `redis` is this worker's own connection unless one was given. */
-  private memoryStore(name: string): MemoryStore | undefined {
-    if (Object.hasOwn(this.memoryStores, name)) return this.memoryStores[name];
-    if (name !== "redis" || !this.conn) return undefined;
-    this.redisMemory ??= new RedisMemoryStore(this.conn.redis, { prefix: this.keys.prefix });
-    return this.redisMemory;
   }
 
   /** Ids of the tasks running now. */
