@@ -4,6 +4,7 @@ export * from "./model.ts";
 export * from "./output.ts";
 export * from "./run.ts";
 export * from "./scripted.ts";
+export * from "./steps.ts";
 export * from "./swarm.ts";
 export * from "./tool.ts";
 export * from "./turn.ts";

@@ -14,6 +14,7 @@ import { context, type Span, SpanStatusCode, trace } from "@opentelemetry/api";
 import { inputText } from "./messages.ts";
 import { type LanguageModel, ModelResolver, type ModelResolverOptions } from "./model.ts";
 import { parseOutput } from "./output.ts";
+import { assistantMessage, HANDOFF_TOOL, handoffDefinition, handoffResult, handoffTarget } from "./steps.ts";
 import { lookupTool, type Tool, type ToolRegistry, toolDefinition } from "./tool.ts";
 import { modelTurn, type ToolCall, type TurnResult } from "./turn.ts";
 
@@ -57,8 +58,6 @@ function endSpan(span: Span, err?: unknown): void {
   span.end();
 }
 
-/** The built-in tool a swarm's agents hand control over with. */
-export const HANDOFF_TOOL = "transfer_to_agent";
 
 const addUsage = (a: Usage, b: Usage): Usage => ({
   inputTokens: a.inputTokens + b.inputTokens,
@@ -114,7 +113,8 @@ async function add(ctx: Context, message: Message): Promise<void> {
   await ctx.options.onMessage?.(message);
 }
 
-function toolsOf(agent: AgentSpec, registry: ToolRegistry | undefined): Tool[] {
+/** The tools an agent names, from the worker's registry; one the worker lacks is an UNKNOWN_TOOL error. */
+export function resolveTools(agent: AgentSpec, registry: ToolRegistry | undefined): Tool[] {
   return agent.tools.map((name) => {
     const tool = lookupTool(registry, name);
     if (!tool) throw new FlotillaError(ErrorCodes.UNKNOWN_TOOL, `agent "${agent.name}" uses tool "${name}", which this worker does not register`);
@@ -142,14 +142,14 @@ export async function runToolCall(
 
 interface AgentOutcome {
   text: string;
-  handoff?: { to: string; reason: string | undefined };
+  handoff?: { to: string; reason?: string };
 }
 
 /** One agent's turns; `handoffTargets` non-empty gives it the handoff tool (a swarm member). */
 async function* runAgent(agent: AgentSpec, ctx: Context, handoffTargets: readonly string[]): AsyncGenerator<AgentEvent, AgentOutcome, undefined> {
   const { options, signal } = ctx;
   const model = options.model ?? (await ctx.resolver.resolve(agent.model));
-  const tools = toolsOf(agent, options.tools);
+  const tools = resolveTools(agent, options.tools);
   const definitions: LanguageModelV4FunctionTool[] = tools.map(toolDefinition);
   if (handoffTargets.length > 0) definitions.push(handoffDefinition(handoffTargets));
   const maxStepsOption = agent.options.maxSteps;
@@ -174,17 +174,12 @@ async function* runAgent(agent: AgentSpec, ctx: Context, handoffTargets: readonl
     ctx.conversation.usage = addUsage(ctx.conversation.usage, turn.usage);
     yield { type: "step", index: ctx.conversation.steps - 1, finishReason: turn.finishReason, usage: turn.usage };
     text = turn.text;
-    await add(ctx, {
-      role: "assistant",
-      content: turn.text,
-      ...(turn.toolCalls.length > 0 && { toolCalls: turn.toolCalls }),
-      ...(handoffTargets.length > 0 && { agent: agent.name }),
-    });
+    await add(ctx, assistantMessage(turn, agent.name, handoffTargets.length > 0));
     if (turn.toolCalls.length === 0) break;
     const handoff = turn.toolCalls.find((c) => c.name === HANDOFF_TOOL);
     const results = await Promise.all(
       turn.toolCalls.map(async (call) => {
-        if (call.name === HANDOFF_TOOL) return handoffResult(call, handoffTargets, handoff === call);
+        if (call.name === HANDOFF_TOOL) return { call, ...handoffResult(call, handoffTargets, handoff === call) };
         const tool = tools.find((t) => t.name === call.name);
         const span = tracer().startSpan("flotilla.tool", { attributes: { "flotilla.tool": call.name, "flotilla.tool_call_id": call.toolCallId } });
         try {
@@ -203,37 +198,9 @@ async function* runAgent(agent: AgentSpec, ctx: Context, handoffTargets: readonl
       yield { type: "tool_result", toolCallId: call.toolCallId, name: call.name, result, isError };
       await add(ctx, { role: "tool", toolCallId: call.toolCallId, name: call.name, content: result, isError });
     }
-    const accepted = results.find((r) => r.call === handoff && !r.isError);
-    if (accepted) {
-      const args = handoff!.args as { agent: string; reason?: string };
-      return { text, handoff: { to: args.agent, reason: args.reason } };
-    }
+    if (handoff && results.some((r) => r.call === handoff && !r.isError)) return { text, handoff: handoffTarget(handoff) };
   }
   return { text };
-}
-
-/** The built-in handoff tool as the model is told about it, listing the agents it may hand over to. */
-export function handoffDefinition(targets: readonly string[]): LanguageModelV4FunctionTool {
-  return {
-    type: "function",
-    name: HANDOFF_TOOL,
-    description: `Hand the conversation over to another agent, who carries on from here: ${targets.join(", ")}.`,
-    inputSchema: {
-      type: "object",
-      properties: { agent: { type: "string", enum: [...targets] }, reason: { type: "string" } },
-      required: ["agent"],
-      additionalProperties: false,
-    },
-  };
-}
-
-function handoffResult(call: ToolCall, targets: readonly string[], first: boolean) {
-  const to = (call.args as { agent?: unknown } | null)?.agent;
-  if (typeof to !== "string" || !targets.includes(to)) {
-    return { call, result: `no agent "${String(to)}"; choose one of ${targets.join(", ")}` as JsonValue, isError: true };
-  }
-  if (!first) return { call, result: "only one handoff per turn" as JsonValue, isError: true };
-  return { call, result: `transferred to ${to}` as JsonValue, isError: false };
 }
 
 async function* runSwarm(swarm: SwarmSpec, ctx: Context): AsyncGenerator<AgentEvent, { text: string; agent: AgentSpec }, undefined> {

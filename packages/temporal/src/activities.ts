@@ -6,6 +6,7 @@ import {
   type ModelResolverOptions,
   modelTurn,
   parseOutput,
+  resolveTools,
   runToolCall,
   type ToolRegistry,
   toolDefinition,
@@ -127,11 +128,7 @@ export function createActivities(options: ActivityOptions = {}) {
       return activity(async (signal) => {
         const agent: AgentSpec = args.agent;
         const model = options.model ?? (await models.resolve(agent.model));
-        const tools = agent.tools.map((name) => {
-          const tool = lookupTool(options.tools, name);
-          if (!tool) throw new FlotillaError(ErrorCodes.UNKNOWN_TOOL, `agent "${agent.name}" uses tool "${name}", which this worker does not register`);
-          return toolDefinition(tool);
-        });
+        const tools = resolveTools(agent, options.tools).map(toolDefinition);
         if (args.handoffTargets.length > 0) tools.push(handoffDefinition(args.handoffTargets));
         const events = await publisher(args.taskId, `s${args.step}`, agent.name);
         const turn = modelTurn({ model, agent, messages: args.messages, tools, signal });

@@ -18,8 +18,19 @@ export interface TemporalWorkerOptions extends ActivityOptions {
   workflowBundle?: { code: string };
 }
 
+const fromSource = extname(fileURLToPath(import.meta.url)) === ".ts";
+
 /** Where the workflow's code is, for Temporal's bundler (the .ts source in the workspace, .js when built). */
-export const workflowsPath = fileURLToPath(new URL(`./workflow${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
+export const workflowsPath = fileURLToPath(new URL(`./workflow${fromSource ? ".ts" : ".js"}`, import.meta.url));
+
+/**
+ * Temporal's bundler settings for the workflow: run from source (the workspace), its imports of
+ * Flotilla packages resolve to their TypeScript sources, as everywhere else here.
+ */
+export const webpackConfigHook = (config: { resolve?: { conditionNames?: string[] } }) => {
+  if (fromSource) config.resolve = { ...config.resolve, conditionNames: ["@flotilla/source", "import", "module", "webpack", "default"] };
+  return config;
+};
 
 /**
  * A Temporal worker that runs Flotilla's workflow and activities: what a process needs to serve
@@ -31,7 +42,7 @@ export async function createTemporalWorker(options: TemporalWorkerOptions = {}):
     connection,
     namespace: options.namespace ?? "default",
     taskQueue: options.taskQueue ?? "flotilla",
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath, bundlerOptions: { webpackConfigHook: webpackConfigHook as never } }),
     activities: createActivities(options),
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions ?? 100,
   });

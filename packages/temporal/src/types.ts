@@ -66,6 +66,3 @@ export interface ToolOutput {
   result: JsonValue;
   isError: boolean;
 }
-
-/** The built-in tool a swarm's agents hand control over with (as in @flotilla/agent). */
-export const HANDOFF_TOOL = "transfer_to_agent";

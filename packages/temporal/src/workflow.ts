@@ -1,10 +1,13 @@
 // The workflow a Flotilla task becomes in Temporal mode. It holds the conversation and decides what
 // runs next; every model turn and every tool call is an activity of its own, so a crash or a retry
-// resumes after the last completed one instead of starting over. Deterministic: no I/O here.
+// resumes after the last completed one instead of starting over. Deterministic: no I/O here; the
+// loop's pure decisions come from @flotilla/agent/steps, shared with the in-process run.
+
+import { assistantMessage, HANDOFF_TOOL, handoffResult, handoffTarget } from "@flotilla/agent/steps";
 import type { AgentSpec, Message, SwarmSpec, TokenUsage } from "@flotilla/core";
 import { ApplicationFailure, proxyActivities } from "@temporalio/workflow";
 import type { createActivities } from "./activities.ts";
-import { type ActivitySettings, type AgentWorkflowInput, HANDOFF_TOOL, type RunResultJson, type ToolCallJson, type ToolOutput } from "./types.ts";
+import type { ActivitySettings, AgentWorkflowInput, RunResultJson, ToolCallJson, ToolOutput } from "./types.ts";
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -58,12 +61,7 @@ async function runAgent(agent: AgentSpec, state: State, handoffTargets: string[]
     const step = state.step++;
     state.usage = add(state.usage, turn.usage);
     text = turn.text;
-    state.messages.push({
-      role: "assistant",
-      content: turn.text,
-      ...(turn.toolCalls.length > 0 && { toolCalls: turn.toolCalls }),
-      ...(handoffTargets.length > 0 && { agent: agent.name }),
-    });
+    state.messages.push(assistantMessage(turn, agent.name, handoffTargets.length > 0));
     if (turn.toolCalls.length === 0) break;
     const handoff = turn.toolCalls.find((c) => c.name === HANDOFF_TOOL);
     const results = await Promise.all(
@@ -77,20 +75,9 @@ async function runAgent(agent: AgentSpec, state: State, handoffTargets: string[]
     for (const { call, result, isError } of results) {
       state.messages.push({ role: "tool", toolCallId: call.toolCallId, name: call.name, content: result, isError });
     }
-    const accepted = results.find((r) => r.call === handoff && !r.isError);
-    if (accepted && handoff) {
-      const args = handoff.args as { agent: string; reason?: string };
-      return { text, handoff: { to: args.agent, ...(args.reason !== undefined && { reason: args.reason }) } };
-    }
+    if (handoff && results.some((r) => r.call === handoff && !r.isError)) return { text, handoff: handoffTarget(handoff) };
   }
   return { text };
-}
-
-function handoffResult(call: ToolCallJson, targets: string[], first: boolean): ToolOutput {
-  const to = (call.args as { agent?: unknown } | null)?.agent;
-  if (typeof to !== "string" || !targets.includes(to)) return { result: `no agent "${String(to)}"; choose one of ${targets.join(", ")}`, isError: true };
-  if (!first) return { result: "only one handoff per turn", isError: true };
-  return { result: `transferred to ${to}`, isError: false };
 }
 
 async function runSwarm(swarm: SwarmSpec, state: State): Promise<{ agent: AgentSpec; text: string }> {

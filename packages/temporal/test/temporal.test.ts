@@ -9,7 +9,7 @@ import { Worker as FlotillaWorker } from "@flotilla/worker";
 import { Client, Connection } from "@temporalio/client";
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker as TemporalWorker, type Worker } from "@temporalio/worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTemporalWorker, temporalExecutor, workflowsPath } from "../src/index.ts";
+import { createTemporalWorker, temporalExecutor, webpackConfigHook, workflowsPath } from "../src/index.ts";
 import { countingFactory, pauseTool } from "./fixtures/models.ts";
 
 const binary = temporalBinary();
@@ -76,7 +76,7 @@ describe.skipIf(!binary)("Temporal executor (real Temporal dev server)", () => {
     connection = await Connection.connect({ address: server.address });
     temporal = new Client({ connection });
     nativeConnection = await NativeConnection.connect({ address: server.address });
-    bundle = await bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never });
+    bundle = await bundleWorkflowCode({ workflowsPath, webpackConfigHook: webpackConfigHook as never, logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never });
     await startTemporalWorker();
     await flotillaWorker("temporal", "temporal");
     await flotillaWorker("redis", "redis");

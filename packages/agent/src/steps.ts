@@ -1,0 +1,52 @@
+// The decisions of the tool loop that are pure data: shared by the in-process run and by the
+// Temporal workflow, whose sandbox may import nothing with side effects. Type imports only.
+import type { LanguageModelV4FunctionTool } from "@ai-sdk/provider";
+import type { JsonValue, Message } from "@flotilla/core";
+
+/** The built-in tool a swarm's agents hand control over with. */
+export const HANDOFF_TOOL = "transfer_to_agent";
+
+interface Call {
+  toolCallId: string;
+  name: string;
+  args: JsonValue;
+}
+
+/** The assistant message a model turn adds to the conversation (`inSwarm`: it names its agent). */
+export function assistantMessage(turn: { text: string; toolCalls: readonly Call[] }, agent: string, inSwarm: boolean): Message {
+  return {
+    role: "assistant",
+    content: turn.text,
+    ...(turn.toolCalls.length > 0 && { toolCalls: [...turn.toolCalls] }),
+    ...(inSwarm && { agent }),
+  };
+}
+
+/** The handoff tool's answer to a call: accepted only for a known agent, and only the turn's first handoff. */
+export function handoffResult(call: Call, targets: readonly string[], first: boolean): { result: JsonValue; isError: boolean } {
+  const to = (call.args as { agent?: unknown } | null)?.agent;
+  if (typeof to !== "string" || !targets.includes(to)) return { result: `no agent "${String(to)}"; choose one of ${targets.join(", ")}`, isError: true };
+  if (!first) return { result: "only one handoff per turn", isError: true };
+  return { result: `transferred to ${to}`, isError: false };
+}
+
+/** The agent and reason an accepted handoff call names. */
+export function handoffTarget(call: Call): { to: string; reason?: string } {
+  const args = call.args as { agent: string; reason?: string };
+  return { to: args.agent, ...(args.reason !== undefined && { reason: args.reason }) };
+}
+
+/** The built-in handoff tool as the model is told about it, listing the agents it may hand over to. */
+export function handoffDefinition(targets: readonly string[]): LanguageModelV4FunctionTool {
+  return {
+    type: "function",
+    name: HANDOFF_TOOL,
+    description: `Hand the conversation over to another agent, who carries on from here: ${targets.join(", ")}.`,
+    inputSchema: {
+      type: "object",
+      properties: { agent: { type: "string", enum: [...targets] }, reason: { type: "string" } },
+      required: ["agent"],
+      additionalProperties: false,
+    },
+  };
+}
