@@ -2,9 +2,10 @@
 // and caches, started on free loopback ports, in memory, and stopped afterwards.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./ports.ts";
 
 export const TEMPORAL_VERSION = "v1.5.1";
 
@@ -14,17 +15,6 @@ export function temporalBinary(): string | undefined {
   if (fromEnv) return existsSync(fromEnv) ? fromEnv : undefined;
   const path = join(process.env.FLOTILLA_CACHE ?? join(homedir(), ".cache", "flotilla"), "temporal", TEMPORAL_VERSION, "temporal");
   return existsSync(path) ? path : undefined;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 const answers = (port: number) =>

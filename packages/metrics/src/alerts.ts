@@ -50,6 +50,12 @@ export interface AlertThresholds {
   waitP95Ms?: number;
 }
 
+const depthRule = (name: string, severity: Severity, limit: number): AlertRule => ({
+  name,
+  severity,
+  check: (q) => ({ firing: q.waiting > limit, value: q.waiting, threshold: limit, message: `${q.waiting} tasks waiting in "${q.queue}" (over ${limit})` }),
+});
+
 /** The default rules, every threshold configurable. */
 export function defaultRules(t: AlertThresholds = {}): AlertRule[] {
   const depthWarning = t.depthWarning ?? 100;
@@ -58,16 +64,8 @@ export function defaultRules(t: AlertThresholds = {}): AlertRule[] {
   const minSamples = t.failureRateMinSamples ?? 5;
   const waitP95 = t.waitP95Ms ?? 60_000;
   return [
-    {
-      name: "queue_depth_warning",
-      severity: "warning",
-      check: (q) => ({ firing: q.waiting > depthWarning, value: q.waiting, threshold: depthWarning, message: `${q.waiting} tasks waiting in "${q.queue}" (over ${depthWarning})` }),
-    },
-    {
-      name: "queue_depth_critical",
-      severity: "critical",
-      check: (q) => ({ firing: q.waiting > depthCritical, value: q.waiting, threshold: depthCritical, message: `${q.waiting} tasks waiting in "${q.queue}" (over ${depthCritical})` }),
-    },
+    depthRule("queue_depth_warning", "warning", depthWarning),
+    depthRule("queue_depth_critical", "critical", depthCritical),
     {
       name: "failure_rate",
       severity: "warning",

@@ -14,8 +14,6 @@ import {
 import {
   type AgentSpec,
   createKeys,
-  ErrorCodes,
-  FlotillaError,
   isRetryable,
   type JsonValue,
   type Message,
