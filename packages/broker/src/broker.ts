@@ -1,4 +1,4 @@
-import { CONSUMER_GROUP, type Keys, LuaScript, PRIORITIES, type Priority, parseJsonOr } from "@flotilla/core";
+import { CONSUMER_GROUP, DEAD_LETTER_MAX_LEN, type Keys, LuaScript, PRIORITIES, type Priority, parseJsonOr } from "@flotilla/core";
 import type { ChainableCommander, Redis } from "ioredis";
 import { type Lane, pairsToObject, type RawEntry } from "./entry.ts";
 
@@ -57,7 +57,7 @@ export class Broker {
   constructor(redis: Redis, keys: Keys, options: BrokerOptions = {}) {
     this.redis = redis;
     this.keys = keys;
-    this.deadLetterMaxLen = options.deadLetterMaxLen ?? 100_000;
+    this.deadLetterMaxLen = options.deadLetterMaxLen ?? DEAD_LETTER_MAX_LEN;
     for (const s of Object.values(scripts)) s.install(redis);
   }
 

@@ -26,6 +26,7 @@ import {
   type SubmitOptions,
   SubmitOptionsSchema,
   SubscriberHub,
+  splitTaskId,
   TaskIdSchema,
   TaskStatusSchema,
   taskIdOf,
@@ -378,14 +379,12 @@ function traceOf(): string | undefined {
 /** The task's name in its queue: the caller's `taskId` (a name, or `<queue>/<name>` of this queue), else a new id. */
 function nameFor(opts: ResolvedSubmitOptions): string {
   if (opts.taskId === undefined) return newId();
-  const slash = opts.taskId.indexOf("/");
-  if (slash < 0) return opts.taskId;
-  if (opts.taskId.slice(0, slash) !== opts.queue) {
-    throw new ValidationError("options", [
-      { path: "taskId", message: `task id "${opts.taskId}" names queue "${opts.taskId.slice(0, slash)}", but the task is submitted to "${opts.queue}"` },
-    ]);
+  if (!opts.taskId.includes("/")) return opts.taskId;
+  const { queue, name } = splitTaskId(opts.taskId);
+  if (queue !== opts.queue) {
+    throw new ValidationError("options", [{ path: "taskId", message: `task id "${opts.taskId}" names queue "${queue}", but the task is submitted to "${opts.queue}"` }]);
   }
-  return opts.taskId.slice(slash + 1);
+  return name;
 }
 
 function serialise(agent: AgentLike): unknown {

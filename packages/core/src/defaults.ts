@@ -26,3 +26,6 @@ export function resolveRetention(options: RetentionOptions | undefined): Retenti
   }
   return out;
 }
+
+/** A queue's dead-letter stream keeps about this many entries. */
+export const DEAD_LETTER_MAX_LEN = 100_000;

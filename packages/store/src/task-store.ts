@@ -3,6 +3,7 @@ import {
   type Backoff,
   BackoffSchema,
   CONSUMER_GROUP,
+  DEAD_LETTER_MAX_LEN,
   type Keys,
   LuaScript,
   type Priority,
@@ -30,9 +31,6 @@ const scripts = {
   settle: lua("settle", 9),
   requeue: lua("requeue", 4),
 };
-
-/** A queue's dead-letter stream keeps about this many entries. */
-export const DEAD_LETTER_MAX_LEN = 100_000;
 
 /** Lanes as the scripts number them. */
 const LANES: readonly Priority[] = ["high", "normal", "low"];

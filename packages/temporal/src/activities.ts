@@ -47,7 +47,15 @@ export interface ActivityOptions extends ModelResolverOptions {
 }
 
 type EmitInput =
-  | { taskId: string; step: number; kind: "tool-results"; results: Array<{ call: ToolCallJson } & ToolOutput>; memory?: AgentWorkflowInput["memory"] }
+  | {
+      taskId: string;
+      step: number;
+      kind: "tool-results";
+      /** The task's agent (or swarm) name, stamped on the events as the task record has it. */
+      agent: string;
+      results: Array<{ call: ToolCallJson } & ToolOutput>;
+      memory?: AgentWorkflowInput["memory"];
+    }
   | {
       taskId: string;
       step: number;
@@ -161,11 +169,10 @@ export function createActivities(options: ActivityOptions = {}) {
     async emit(args: EmitInput): Promise<void> {
       return activity(async () => {
         if (args.kind === "tool-results") {
-          const agent = (await redis().hget(keys.task(args.taskId), "agent")) ?? "";
           await publish(
             args.taskId,
             `r${args.step}`,
-            agent,
+            args.agent,
             args.results.map(({ call, result, isError }) => ({ type: "tool_result", toolCallId: call.toolCallId, name: call.name, result, isError })),
           );
           for (const { call, result, isError } of args.results) {

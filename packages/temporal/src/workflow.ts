@@ -71,7 +71,7 @@ async function runAgent(agent: AgentSpec, state: State, handoffTargets: string[]
       }),
     );
     // The results' events and memory go out together, in call order, as in Redis mode.
-    await state.act.emit({ taskId, step, kind: "tool-results", results, memory });
+    await state.act.emit({ taskId, step, kind: "tool-results", agent: state.input.agent.name, results, memory });
     for (const { call, result, isError } of results) {
       state.messages.push({ role: "tool", toolCallId: call.toolCallId, name: call.name, content: result, isError });
     }
