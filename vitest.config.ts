@@ -4,6 +4,7 @@ import SummaryReporter from "./tooling/vitest/summary-reporter.ts";
 export default defineConfig({
   test: {
     projects: ["packages/*", "apps/*", "examples"],
+    globalSetup: ["./tooling/vitest/global-setup.ts"],
     reporters: ["default", new SummaryReporter()],
   },
 });

@@ -1,67 +1,39 @@
-import { CONSUMER_GROUP, DEAD_LETTER_MAX_LEN, type Keys, LuaScript, PRIORITIES, type Priority, parseJsonOr } from "@flotilla/core";
+import { CONSUMER_GROUP, DEFAULT_RETENTION, type Keys, PRIORITIES } from "@flotilla/core";
 import type { ChainableCommander, Redis } from "ioredis";
+import { type DeadLetter, type DeadLetterInput, parseDeadLetter } from "./dead-letters.ts";
 import { type Lane, pairsToObject, type RawEntry } from "./entry.ts";
-
-const lua = (name: string, keys: number) => LuaScript.fromFile(new URL(`../lua/${name}.lua`, import.meta.url), keys);
-const scripts = {
-  deadLetter: lua("dead-letter", 2),
-  renew: lua("renew", 1),
-  promote: lua("promote", 2),
-};
+import { scripts } from "./scripts.ts";
 
 export interface BrokerOptions {
-  /** Dead-letter streams keep about this many entries. @default 100_000 */
+  /** Dead-letter streams keep about this many entries. @default DEFAULT_RETENTION.deadLetterMaxLen (100_000) */
   deadLetterMaxLen?: number;
 }
 
-export interface DeadLetter {
-  id: string;
-  queue: string;
-  /** The lane the entry came from, and goes back to when re-queued. */
-  priority: Priority;
-  entryId: string;
-  taskId: string | undefined;
-  reason: string;
-  /** The entry's fields as they were in the queue. */
-  fields: Record<string, string> | null;
-  at: number;
-  extra: Record<string, unknown>;
-}
-
-export interface DeadLetterInput {
-  reason: string;
-  fields: Record<string, string> | null;
-  taskId?: string | undefined;
-  extra?: Record<string, unknown>;
-}
-
-export interface ClaimOptions {
-  /** Read lower lanes first this round (the fairness rule); default high → normal → low. */
-  order?: readonly Priority[];
-}
-
-type StreamReply = Array<[key: string, entries: Array<[id: string, fields: string[] | null]>]> | null;
+export type StreamReply = Array<[key: string, entries: Array<[id: string, fields: string[] | null]>]> | null;
 
 /**
  * Task queues on Redis Streams. Each queue has three priority lanes (high, normal, low), each a
  * stream read through one consumer group; an entry is acknowledged and deleted when its task is
  * done, put in the lane's delayed set for a retry, or moved to the queue's dead-letter stream.
  * Every write that settles an entry is fenced: only the consumer holding it may make it.
+ *
+ * The broker owns the lanes, their delayed sets, the dead letters and the claim markers; the
+ * store's scripts settle entries through the broker's Lua includes.
  */
 export class Broker {
-  private readonly redis: Redis;
-  private readonly keys: Keys;
+  protected readonly redis: Redis;
+  protected readonly keys: Keys;
   private readonly deadLetterMaxLen: number;
   private readonly groups = new Set<string>();
 
   constructor(redis: Redis, keys: Keys, options: BrokerOptions = {}) {
     this.redis = redis;
     this.keys = keys;
-    this.deadLetterMaxLen = options.deadLetterMaxLen ?? DEAD_LETTER_MAX_LEN;
+    this.deadLetterMaxLen = options.deadLetterMaxLen ?? DEFAULT_RETENTION.deadLetterMaxLen;
     for (const s of Object.values(scripts)) s.install(redis);
   }
 
-  private stream(lane: Lane): string {
+  protected stream(lane: Lane): string {
     return this.keys.lane(lane.queue, lane.priority);
   }
 
@@ -79,47 +51,9 @@ export class Broker {
   }
 
   /**
-   * Adds an entry for the task named `name` (its id within the queue). Submitting does this as part
-   * of creating the record; this is for tools and tests that write entries themselves.
+   * Waits (up to `blockMs`) on `blocking` for new entries in any lane of `queues` and claims up to
+   * `count` of them. `blocking` is a connection used for nothing else.
    */
-  async enqueue(queue: string, name: string, priority: Priority = "normal"): Promise<string> {
-    return (await this.redis.xadd(this.keys.lane(queue, priority), "*", "task", name)) as string;
-  }
-
-  /**
-   * Claims up to `count` new entries for `consumer`. Lanes are read in priority order without
-   * blocking, so a waiting high-priority task is always taken before a normal one; only when every
-   * lane is empty does it block (up to `blockMs`) on all of them. `blocking` is used for nothing else.
-   */
-  async claim(
-    blocking: Redis,
-    consumer: string,
-    queues: readonly string[],
-    count: number,
-    blockMs: number,
-    options: ClaimOptions = {},
-  ): Promise<RawEntry[]> {
-    const lanes = (options.order ?? PRIORITIES).flatMap((priority) => queues.map((queue) => ({ queue, priority })));
-    const out: RawEntry[] = [];
-    for (const lane of lanes) {
-      if (out.length >= count) return out;
-      const reply = (await blocking.xreadgroup(
-        "GROUP",
-        CONSUMER_GROUP,
-        consumer,
-        "COUNT",
-        count - out.length,
-        "STREAMS",
-        this.stream(lane),
-        ">",
-      )) as StreamReply;
-      out.push(...this.toEntries(reply, lanes));
-    }
-    if (out.length > 0) return out;
-    return this.block(blocking, consumer, queues, count, blockMs);
-  }
-
-  /** Waits (up to `blockMs`) for new entries in any lane of `queues` and claims up to `count` of them. */
   async block(blocking: Redis, consumer: string, queues: readonly string[], count: number, blockMs: number): Promise<RawEntry[]> {
     const lanes = PRIORITIES.flatMap((priority) => queues.map((queue) => ({ queue, priority })));
     const reply = (await blocking.xreadgroup(
@@ -185,6 +119,7 @@ export class Broker {
     return moved === 1;
   }
 
+  /** The same, queued on a pipeline. */
   queueDeadLetter(pipeline: ChainableCommander, lane: Lane, entryId: string, consumer: string, input: DeadLetterInput): void {
     scripts.deadLetter.queue(
       pipeline,
@@ -212,21 +147,7 @@ export class Broker {
       "COUNT",
       options.count ?? 100,
     );
-    return rows.map(([id, pairs]) => {
-      const f = pairsToObject(pairs) ?? {};
-      const { priority, ...extra } = parseJsonOr(f.extra, {}) as Record<string, unknown>;
-      return {
-        id,
-        queue,
-        priority: PRIORITIES.includes(priority as Priority) ? (priority as Priority) : "normal",
-        entryId: f.entryId ?? "",
-        taskId: f.taskId || undefined,
-        reason: f.reason ?? "",
-        fields: parseJsonOr(f.fields, f.fields ?? null) as Record<string, string> | null,
-        at: Number(f.at ?? 0),
-        extra,
-      };
-    });
+    return rows.map((row) => parseDeadLetter(queue, row));
   }
 
   async getDeadLetter(queue: string, deadLetterId: string): Promise<DeadLetter | undefined> {
@@ -256,7 +177,7 @@ export class Broker {
     return { waiting, inFlight, delayed };
   }
 
-  private toEntries(reply: StreamReply, lanes: readonly Lane[]): RawEntry[] {
+  protected toEntries(reply: StreamReply, lanes: readonly Lane[]): RawEntry[] {
     if (!reply) return [];
     const out: RawEntry[] = [];
     for (const [key, entries] of reply) {

@@ -1,8 +1,17 @@
-import { type Keys, parseJsonOr, type SubscriberHub, type Unsubscribe } from "@flotilla/core";
+import { type Keys, type Logger, parseJsonOr, silentLogger } from "@flotilla/core";
+import type { SubscriberHub, Unsubscribe } from "@flotilla/core/redis";
+import { readCancelRequests } from "@flotilla/store";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 
 export type CancelHandler = (reason: string) => void;
+
+export interface CancelListenerOptions {
+  /** How long a request for a task not watched here is remembered. @default 60_000 */
+  rememberMs?: number;
+  /** Where a failed look at the stored requests is reported. @default silent */
+  logger?: Logger;
+}
 
 const CancelMessageSchema = z.object({ taskId: z.string(), reason: z.string() });
 
@@ -23,12 +32,13 @@ export class CancelListener {
   /** Requests for tasks not watched here, by task id, oldest first. */
   private readonly recent = new Map<string, { reason: string; at: number }>();
   private readonly rememberMs: number;
+  private readonly log: Logger;
   private unsubscribe: Unsubscribe | undefined;
   private stopReconnect: (() => void) | undefined;
 
-  /** @param rememberMs how long a request for an unwatched task is remembered (default 60 s) */
-  constructor(redis: Redis, hub: SubscriberHub, keys: Keys, rememberMs = 60_000) {
-    this.rememberMs = rememberMs;
+  constructor(redis: Redis, hub: SubscriberHub, keys: Keys, options: CancelListenerOptions = {}) {
+    this.rememberMs = options.rememberMs ?? 60_000;
+    this.log = options.logger ?? silentLogger;
     this.redis = redis;
     this.hub = hub;
     this.keys = keys;
@@ -39,7 +49,7 @@ export class CancelListener {
       const parsed = CancelMessageSchema.safeParse(parseJsonOr(message, undefined));
       if (parsed.success) this.fire(parsed.data.taskId, parsed.data.reason);
     });
-    this.stopReconnect = this.hub.onReconnect(() => void this.recheck());
+    this.stopReconnect = this.hub.onReconnect(() => void this.recheckUntilDone());
   }
 
   /** Calls `handler` (once) when the task is cancelled; returns the function that stops watching. */
@@ -60,13 +70,23 @@ export class CancelListener {
   async recheck(): Promise<void> {
     const ids = [...this.handlers.keys()];
     if (ids.length === 0) return;
-    const pipeline = this.redis.pipeline();
-    for (const id of ids) pipeline.hmget(this.keys.task(id), "cancelRequestedAt", "cancelReason");
-    const replies = (await pipeline.exec().catch(() => null)) ?? [];
-    replies.forEach(([err, value], i) => {
-      const [at, reason] = (value ?? []) as Array<string | null>;
-      if (!err && at) this.fire(ids[i]!, reason ?? "cancelled");
-    });
+    for (const [id, reason] of await readCancelRequests(this.redis, this.keys, ids)) this.fire(id, reason);
+  }
+
+  /**
+   * After a reconnect: a request may have been missed while the connection was down, so look at the
+   * stored ones, retrying (with a growing pause) until Redis answers or the listener stops.
+   */
+  private async recheckUntilDone(): Promise<void> {
+    for (let tries = 1; this.unsubscribe; tries++) {
+      try {
+        await this.recheck();
+        return;
+      } catch (err) {
+        this.log.warn("could not look for cancel requests missed while disconnected; retrying", { err, tries });
+        await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** tries, 5000)));
+      }
+    }
   }
 
   /** Requests remembered for tasks not watched here. */
@@ -76,7 +96,9 @@ export class CancelListener {
 
   async stop(): Promise<void> {
     this.stopReconnect?.();
-    await this.unsubscribe?.();
+    const unsubscribe = this.unsubscribe;
+    this.unsubscribe = undefined;
+    await unsubscribe?.();
     this.handlers.clear();
     this.recent.clear();
   }

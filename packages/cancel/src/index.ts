@@ -1,2 +1,2 @@
-export * from "./cancel-listener.ts";
-export * from "./request-cancel.ts";
+export { CancelListener, type CancelHandler, type CancelListenerOptions } from "./cancel-listener.ts";
+export { type CancelOutcome, requestCancel } from "./request-cancel.ts";

@@ -1,7 +1,6 @@
-import { type Keys, LuaScript, type Retention, splitTaskId, type TaskStatus } from "@flotilla/core";
+import { type Keys, type Retention, splitTaskId, type TaskStatus } from "@flotilla/core";
 import type { Redis } from "ioredis";
-
-const cancelScript = LuaScript.fromFile(new URL("../lua/cancel.lua", import.meta.url), 1);
+import { scripts } from "./scripts.ts";
 
 export interface CancelOutcome {
   /**
@@ -21,11 +20,13 @@ export async function requestCancel(
   retention: Retention,
   taskId: string,
   reason = "cancelled by request",
+  now = Date.now(),
 ): Promise<CancelOutcome> {
-  const reply = (await cancelScript.run(
+  const { queue } = splitTaskId(taskId);
+  const reply = (await scripts.cancel.run(
     redis,
-    [keys.task(taskId)],
-    [reason, Date.now(), retention.recordTtlMs, keys.cancelChannel(), keys.statusChannel(splitTaskId(taskId).queue)],
+    [keys.task(taskId), keys.stats(queue, now)],
+    [reason, now, retention.recordTtlMs, keys.cancelChannel(), keys.statusChannel(queue)],
   )) as [CancelOutcome["outcome"], string];
   return { outcome: reply[0], status: (reply[1] || undefined) as TaskStatus | undefined };
 }

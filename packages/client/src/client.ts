@@ -1,38 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Broker, type DeadLetter } from "@flotilla/broker";
-import {
-  closeRedis,
-  createKeys,
-  DuplicateTaskError,
-  ErrorCodes,
-  FlotillaError,
-  type JsonValue,
-  JsonValueSchema,
-  type Keys,
-  type Message,
-  newId,
-  type OwnedRedis,
-  openRedis,
-  parseInput,
-  QueueNameSchema,
-  type RedisConnection,
-  type ResolvedSubmitOptions,
-  type Retention,
-  type RetentionOptions,
-  type RunnableSpec,
-  RunnableSpecSchema,
-  resolveRetention,
-  type Serializable,
-  type SubmitOptions,
-  SubmitOptionsSchema,
-  SubscriberHub,
-  splitTaskId,
-  TaskIdSchema,
-  TaskStatusSchema,
-  taskIdOf,
-  ValidationError,
-  withRedis,
-} from "@flotilla/core";
+import { createKeys, DuplicateTaskError, ErrorCodes, FlotillaError, type JsonValue, JsonValueSchema, type Keys, type Message, newId, parseInput, QueueNameSchema, type ResolvedSubmitOptions, type Retention, type RetentionOptions, type RunnableSpec, RunnableSpecSchema, resolveRetention, type Serializable, type SubmitOptions, SubmitOptionsSchema, splitTaskId, TaskIdSchema, TaskStatusSchema, taskIdOf, ValidationError } from "@flotilla/core";
+import { closeRedis, type OwnedRedis, openRedis, type RedisConnection, SubscriberHub, withRedis } from "@flotilla/core/redis";
 import { StatusFeed } from "@flotilla/events";
 import { type FleetStatus, type FleetStatusOptions, getFleetStatus } from "@flotilla/health";
 import { checkConversationId, loadHistory, type MemoryStore, MemoryStores } from "@flotilla/memory";

@@ -1,5 +1,6 @@
 import type { Broker } from "@flotilla/broker";
-import type { Keys, Retention, SubscriberHub } from "@flotilla/core";
+import type { Keys, Retention } from "@flotilla/core";
+import type { SubscriberHub } from "@flotilla/core/redis";
 import type { StatusFeed } from "@flotilla/events";
 import type { TaskStore } from "@flotilla/store";
 import type { Redis } from "ioredis";

@@ -9,14 +9,13 @@ export {
   TaskCancelledError,
   TaskFailedError,
   TaskNotFoundError,
-  type TaskResult,
   type TaskStatus,
   ValidationError,
   WaitTimeoutError,
 } from "@flotilla/core";
 export type { FlotillaEvent } from "@flotilla/events";
 export type { FleetStatus, WorkerStatus } from "@flotilla/health";
-export type { TaskPage } from "@flotilla/store";
+export type { TaskPage, TaskResult } from "@flotilla/store";
 export * from "./client.ts";
 export * from "./distributed.ts";
 export * from "./task-handle.ts";

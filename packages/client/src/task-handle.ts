@@ -1,16 +1,7 @@
 import { type CancelOutcome, requestCancel } from "@flotilla/cancel";
-import {
-  ConnectionError,
-  isTerminal,
-  type JsonValue,
-  splitTaskId,
-  TaskCancelledError,
-  TaskFailedError,
-  TaskNotFoundError,
-  type TaskResult,
-  WaitTimeoutError,
-  withRedis,
-} from "@flotilla/core";
+import { ConnectionError, isTerminal, type JsonValue, splitTaskId, TaskCancelledError, TaskFailedError, TaskNotFoundError, WaitTimeoutError } from "@flotilla/core";
+import type { TaskResult } from "@flotilla/store";
+import { withRedis } from "@flotilla/core/redis";
 import { type FlotillaEvent, isTerminalEvent, type StatusEvent, streamEvents } from "@flotilla/events";
 import type { ClientContext } from "./context.ts";
 

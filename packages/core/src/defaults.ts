@@ -1,3 +1,41 @@
+/**
+ * The defaults every package and app of Flotilla shares, in one place: the worker library, the
+ * health records, the worker app's flags, the agent's tool loop and the Temporal workflow all read
+ * them from here, so no default is written twice.
+ */
+export const DEFAULTS = {
+  /** Where Redis is when neither an option nor REDIS_URL says. */
+  redisUrl: "redis://127.0.0.1:6379",
+  /** Key prefix shared by clients and workers. */
+  prefix: "flotilla",
+  /** The queue a task goes to, and a worker serves, when none is named. */
+  queue: "default",
+  /** Tasks a worker runs at once. */
+  concurrency: 4,
+  /** A claimed task is leased to its worker for this long; renewed every third of it. */
+  leaseMs: 30_000,
+  /** A worker's heartbeat record lives this long; beats come every third of it. */
+  heartbeatTtlMs: 15_000,
+  /** How long one blocking claim waits for work. */
+  blockMs: 5_000,
+  /** How often a worker looks for delayed tasks that fell due. */
+  promoteIntervalMs: 1_000,
+  /** In every this many claim rounds, lower lanes pick first once each (0: strict priority). */
+  fairnessEvery: 10,
+  /** How long `stop()` lets running tasks finish. */
+  drainTimeoutMs: 30_000,
+  /** A worker's `start()` gives Redis this long to answer. */
+  workerConnectTimeoutMs: 10_000,
+  /** A client gives Redis this long to answer before a ConnectionError. */
+  clientConnectTimeoutMs: 5_000,
+  /** How often a worker reads its queue-depth and live-worker gauges. */
+  gaugeIntervalMs: 5_000,
+  /** Model turns at most per agent in one run. */
+  maxSteps: 8,
+  /** Largest accepted submit payload (agent + input) as JSON. */
+  maxPayloadBytes: 1_048_576,
+} as const;
+
 /** How long Flotilla keeps what it writes. A waiting task is kept until it runs; everything else expires or is trimmed. */
 export interface RetentionOptions {
   /** Task records expire this long after they end. @default 86_400_000 (24 h) */
@@ -8,6 +46,8 @@ export interface RetentionOptions {
   eventMaxLen?: number;
   /** Each queue's task index keeps at most about this many ids (oldest trimmed first). @default 1_000_000 */
   indexMaxSize?: number;
+  /** Each queue's dead-letter stream keeps about this many entries (approximate trim). @default 100_000 */
+  deadLetterMaxLen?: number;
 }
 
 export type Retention = Required<RetentionOptions>;
@@ -17,8 +57,10 @@ export const DEFAULT_RETENTION: Retention = {
   eventTtlMs: 3_600_000,
   eventMaxLen: 10_000,
   indexMaxSize: 1_000_000,
+  deadLetterMaxLen: 100_000,
 };
 
+/** The one function that applies the retention defaults. */
 export function resolveRetention(options: RetentionOptions | undefined): Retention {
   const out = { ...DEFAULT_RETENTION };
   for (const [k, v] of Object.entries(options ?? {})) {
@@ -26,6 +68,3 @@ export function resolveRetention(options: RetentionOptions | undefined): Retenti
   }
   return out;
 }
-
-/** A queue's dead-letter stream keeps about this many entries. */
-export const DEAD_LETTER_MAX_LEN = 100_000;

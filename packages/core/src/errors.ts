@@ -3,6 +3,8 @@ export const ErrorCodes = {
   VALIDATION: "VALIDATION_ERROR",
   DUPLICATE_TASK: "DUPLICATE_TASK",
   TASK_NOT_FOUND: "TASK_NOT_FOUND",
+  /** A dead letter that does not exist (never written, re-queued already, or trimmed). */
+  DEAD_LETTER_NOT_FOUND: "DEAD_LETTER_NOT_FOUND",
   TASK_FAILED: "TASK_FAILED",
   TASK_CANCELLED: "TASK_CANCELLED",
   WAIT_TIMEOUT: "WAIT_TIMEOUT",
@@ -26,6 +28,9 @@ export const ErrorCodes = {
   OUTPUT_INVALID: "OUTPUT_INVALID",
   /** The model provider's API refused or failed the call (retryable or not, as the provider says). */
   MODEL_ERROR: "MODEL_ERROR",
+  /** A worker (or another long-lived object) was started twice. */
+  ALREADY_STARTED: "ALREADY_STARTED",
+  /** The client (or another long-lived object) was used after `close()`. */
   CLOSED: "CLOSED",
 } as const;
 
@@ -37,16 +42,29 @@ export interface TaskError {
   code: string;
 }
 
+export interface FlotillaErrorOptions {
+  /** The error this one wraps (kept as the standard `cause`). */
+  cause?: unknown;
+  details?: Record<string, unknown> | undefined;
+  /**
+   * `false`: retrying cannot help, the task fails at once whatever retries it has left. Unset: the
+   * code decides (see NON_RETRYABLE_CODES).
+   */
+  retryable?: boolean | undefined;
+}
+
 /** Root of every error Flotilla throws; `code` is stable, `message` is for people. */
 export class FlotillaError extends Error {
   readonly code: string;
   readonly details: Record<string, unknown> | undefined;
+  readonly retryable: boolean | undefined;
 
-  constructor(code: string, message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+  constructor(code: string, message: string, options: FlotillaErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
-    this.details = options?.details;
+    this.details = options.details;
+    this.retryable = options.retryable;
   }
 
   toTaskError(): TaskError {
@@ -64,19 +82,31 @@ export class ValidationError extends FlotillaError {
   readonly field: string;
   readonly issues: ValidationIssue[];
 
-  constructor(what: string, issues: ValidationIssue[]) {
+  constructor(what: string, issues: ValidationIssue[], options: { details?: Record<string, unknown> } = {}) {
     const first = issues[0] ?? { path: "", message: "invalid" };
     const field = first.path || what;
-    super(ErrorCodes.VALIDATION, `invalid ${what}: ${field}: ${first.message}`, { details: { issues } });
+    super(ErrorCodes.VALIDATION, `invalid ${what}: ${field}: ${first.message}`, { details: { issues, ...options.details }, retryable: false });
     this.field = field;
     this.issues = issues;
+  }
+
+  /** One bad field: `ValidationError.of("worker options", "concurrency", "must be a positive integer")`. */
+  static of(what: string, field: string, message: string): ValidationError {
+    return new ValidationError(what, [{ path: field, message }]);
+  }
+}
+
+/** A long-lived object used out of order: started twice (ALREADY_STARTED) or used after close (CLOSED). */
+export class LifecycleError extends FlotillaError {
+  constructor(code: typeof ErrorCodes.ALREADY_STARTED | typeof ErrorCodes.CLOSED, message: string) {
+    super(code, message, { retryable: false });
   }
 }
 
 export class DuplicateTaskError extends FlotillaError {
   readonly taskId: string;
-  constructor(taskId: string) {
-    super(ErrorCodes.DUPLICATE_TASK, `a task with id "${taskId}" already exists`);
+  constructor(taskId: string, options: { details?: Record<string, unknown> } = {}) {
+    super(ErrorCodes.DUPLICATE_TASK, `a task with id "${taskId}" already exists`, { details: options.details });
     this.taskId = taskId;
   }
 }
@@ -86,6 +116,16 @@ export class TaskNotFoundError extends FlotillaError {
   constructor(taskId: string) {
     super(ErrorCodes.TASK_NOT_FOUND, `no task with id "${taskId}" (never submitted, or expired)`);
     this.taskId = taskId;
+  }
+}
+
+export class DeadLetterNotFoundError extends FlotillaError {
+  readonly queue: string;
+  readonly deadLetterId: string;
+  constructor(queue: string, deadLetterId: string) {
+    super(ErrorCodes.DEAD_LETTER_NOT_FOUND, `no dead letter ${deadLetterId} in queue "${queue}"`);
+    this.queue = queue;
+    this.deadLetterId = deadLetterId;
   }
 }
 
@@ -139,7 +179,7 @@ export function toTaskError(err: unknown, fallbackCode: string = ErrorCodes.AGEN
     const code = (err as { code?: unknown }).code;
     return { message: err.message || err.name, code: typeof code === "string" && code ? code : fallbackCode };
   }
-  return { message: typeof err === "string" ? err : JSON.stringify(err) ?? String(err), code: fallbackCode };
+  return { message: typeof err === "string" ? err : (JSON.stringify(err) ?? String(err)), code: fallbackCode };
 }
 
 /**
@@ -147,14 +187,16 @@ export function toTaskError(err: unknown, fallbackCode: string = ErrorCodes.AGEN
  * Any error with `retryable: false` does the same.
  */
 export class UnrecoverableError extends FlotillaError {
-  readonly retryable = false;
-  constructor(message: string, code: string = ErrorCodes.UNRECOVERABLE) {
-    super(code, message);
+  constructor(message: string, code: string = ErrorCodes.UNRECOVERABLE, options: { cause?: unknown } = {}) {
+    super(code, message, { cause: options.cause, retryable: false });
   }
 }
 
-// Errors that the same input would raise again: retrying cannot help.
-const NON_RETRYABLE: ReadonlySet<string> = new Set([
+/**
+ * Codes of errors that the same input would raise again, so retrying cannot help: the one list
+ * the worker, the Temporal workflow's retry policy and the docs use.
+ */
+export const NON_RETRYABLE_CODES: readonly string[] = [
   ErrorCodes.VALIDATION,
   ErrorCodes.UNKNOWN_TOOL,
   ErrorCodes.UNKNOWN_PROVIDER,
@@ -164,9 +206,10 @@ const NON_RETRYABLE: ReadonlySet<string> = new Set([
   ErrorCodes.OUTPUT_INVALID,
   ErrorCodes.UNKNOWN_MEMORY,
   ErrorCodes.CANCELLED,
-]);
+];
+const NON_RETRYABLE: ReadonlySet<string> = new Set(NON_RETRYABLE_CODES);
 
-/** Whether a failed attempt may be retried: not for UnrecoverableError, `retryable: false`, or a code in NON_RETRYABLE. */
+/** Whether a failed attempt may be retried: not for `retryable: false` (UnrecoverableError), nor a code in NON_RETRYABLE_CODES. */
 export function isRetryable(err: unknown): boolean {
   if (err && typeof err === "object" && (err as { retryable?: unknown }).retryable === false) return false;
   return !NON_RETRYABLE.has(toTaskError(err).code);

@@ -1,4 +1,6 @@
-import { createHash } from "node:crypto";
+import { sha1 } from "@noble/hashes/legacy.js";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
+import { DEFAULTS } from "./defaults.ts";
 import { ValidationError } from "./errors.ts";
 import { type Priority, SAFE_ID } from "./schemas.ts";
 
@@ -59,8 +61,10 @@ export interface Keys {
   delayed(queue: string, priority?: Priority): string;
   /** Sorted set: the queue's task names by creation time, for listing. */
   taskIndex(queue: string): string;
-  /** String: what a batch script call did (a submit, a claim), so a resend after a lost reply does not do it twice. */
-  batch(queue: string, batchId: string): string;
+  /** String: what one submit batch created, so a resend after a lost reply does not create it twice (store). */
+  submitMarker(queue: string, batchId: string): string;
+  /** String: which entries one claim call took, so a resend after a lost reply starts those again (broker). */
+  claimMarker(queue: string, callId: string): string;
   /** Hash: the queue's fleet statistics for the 5-second bucket holding `at` (ms): outcomes, wait-time buckets. */
   stats(queue: string, at: number): string;
   /** Stream: alert events (firing, resolved) that other processes can read. */
@@ -77,7 +81,7 @@ export interface Keys {
   worker(workerId: string): string;
 }
 
-export function createKeys(prefix = "flotilla"): Keys {
+export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
   if (!prefix || /[{}\s]/.test(prefix)) {
     throw new ValidationError("key prefix", [{ path: "prefix", message: `"${prefix}" must be non-empty, with no braces or spaces` }]);
   }
@@ -105,11 +109,12 @@ export function createKeys(prefix = "flotilla"): Keys {
     lane: (q, p) => (p === "normal" ? tagged("queue", q) : `${tagged("queue", q)}:${p}`),
     delayed: (q, p = "normal") => `${tagged("queue", q)}:delayed${p === "normal" ? "" : `:${p}`}`,
     taskIndex: (q) => `${tagged("queue", q)}:tasks`,
-    batch: (q, id) => `${tagged("queue", q)}:batch:${id}`,
+    submitMarker: (q, id) => `${tagged("queue", q)}:batch:${id}`,
+    claimMarker: (q, id) => `${tagged("queue", q)}:claim:${id}`,
     stats: (q, at) => `${tagged("queue", q)}:stats:${Math.floor(at / STATS_BUCKET_MS)}`,
     queues: () => `${prefix}:queues`,
     alerts: () => `${prefix}:alerts`,
-    idempotency: (key) => `${prefix}:idem:{${createHash("sha1").update(key).digest("hex")}}`,
+    idempotency: (key) => `${prefix}:idem:{${bytesToHex(sha1(utf8ToBytes(key)))}}`,
     memory: (id) => tagged("memory", id),
     workers: () => `${prefix}:{health}:workers`,
     worker: (id) => {

@@ -24,10 +24,22 @@ export const TaskIdOptionSchema = z
 
 export const JsonValueSchema = z.json();
 
-/** A task's priority: workers take high before normal before low (see the broker README for fairness). */
+/** A task's priority lane: workers take high before normal before low (see the broker README for fairness). */
 export const PrioritySchema = z.enum(["high", "normal", "low"]);
 export type Priority = z.infer<typeof PrioritySchema>;
 export const PRIORITIES: readonly Priority[] = ["high", "normal", "low"];
+
+/**
+ * The lane an integer priority (as the graph systems Flotilla learns from give them: higher is more
+ * urgent, 0 is normal) falls in: above 0 high, 0 normal, below 0 low. Within a lane tasks start in
+ * the order they were submitted: 10 and 5 are both high.
+ */
+export function laneOfPriority(priority: number): Priority {
+  return priority > 0 ? "high" : priority < 0 ? "low" : "normal";
+}
+
+/** What `priority` accepts at submit: a lane, or an integer mapped to one (see laneOfPriority). */
+export const PriorityOptionSchema = z.union([PrioritySchema, z.number().int().min(-1_000_000).max(1_000_000).transform(laneOfPriority)]);
 export type JsonValue = z.infer<typeof JsonValueSchema>;
 
 /** The serialised form of an agent (`agent.toJSON()`), the only agent shape that crosses Redis. */
@@ -128,8 +140,8 @@ export const SubmitOptionsSchema = z
     maxRetries: z.number().int().min(0).max(100).default(0),
     /** Attempts started at most, counting crash reclaims. @default maxRetries + 3 */
     maxDeliveries: z.number().int().min(1).max(1000).optional(),
-    /** @default "normal" */
-    priority: PrioritySchema.default("normal"),
+    /** A lane, or an integer (above 0 high, 0 normal, below 0 low). @default "normal" */
+    priority: PriorityOptionSchema.default("normal"),
     /** Wait between retries. @default the worker's backoff */
     backoff: BackoffSchema.optional(),
     /** Start no sooner than this many ms from now. */
@@ -166,16 +178,6 @@ export type TaskPayload = z.infer<typeof TaskPayloadSchema>;
 
 export const TaskErrorSchema = z.object({ message: z.string(), code: z.string() });
 
-const jsonText = z.string().transform((text, ctx) => {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    ctx.addIssue({ code: "custom", message: "not JSON" });
-    return z.NEVER;
-  }
-});
-const num = z.coerce.number().int();
-
 /** Tokens a model call (or a whole run) used. */
 export const TokenUsageSchema = z.object({
   inputTokens: z.number().int().min(0),
@@ -183,39 +185,6 @@ export const TokenUsageSchema = z.object({
   totalTokens: z.number().int().min(0),
 });
 export type TokenUsage = z.infer<typeof TokenUsageSchema>;
-
-/** A task record as Redis stores it (every field a string), parsed back into types. */
-export const TaskRecordSchema = z.object({
-  taskId: TaskIdSchema,
-  queue: QueueNameSchema,
-  status: TaskStatusSchema,
-  agent: z.string(),
-  attempt: num.min(0).default(0),
-  workerId: z.string().optional(),
-  createdAt: num,
-  startedAt: num.optional(),
-  completedAt: num.optional(),
-  result: jsonText.pipe(JsonValueSchema).optional(),
-  error: jsonText.pipe(TaskErrorSchema).optional(),
-  retries: num.min(0).default(0),
-  maxRetries: num.min(0).default(0),
-  maxDeliveries: num.min(0).default(0),
-  retryAt: num.optional(),
-  runAt: num.optional(),
-  priority: PrioritySchema.default("normal"),
-  timeoutMs: num.optional(),
-  detailed: z.enum(["0", "1"]).default("0").transform((v) => v === "1"),
-  metadata: jsonText.pipe(z.record(z.string(), JsonValueSchema)).default({}),
-  cancelRequestedAt: num.optional(),
-  cancelReason: z.string().optional(),
-  waitMs: num.optional(),
-  durationMs: num.optional(),
-  seq: num.min(0).default(0),
-  /** Token totals of the attempt that ended the task. */
-  usage: jsonText.pipe(TokenUsageSchema).optional(),
-});
-/** The public view of a task: `handle.status()` and `client.listTasks()` return these. */
-export type TaskResult = z.infer<typeof TaskRecordSchema>;
 
 export function issuesOf(error: z.ZodError): ValidationIssue[] {
   return error.issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message }));
@@ -236,10 +205,4 @@ export function parseStored<S extends z.ZodType>(schema: S, value: unknown, what
     throw new CorruptRecordError(what, issue ? `${issue.path || "(root)"}: ${issue.message}` : "invalid");
   }
   return parsed.data;
-}
-
-/** Turns a Redis hash reply into a TaskResult, or undefined when the key does not exist. */
-export function parseTaskRecord(hash: Record<string, string>, taskId: string): TaskResult | undefined {
-  if (!hash || Object.keys(hash).length === 0) return undefined;
-  return parseStored(TaskRecordSchema, hash, `task record ${taskId}`);
 }

@@ -1,12 +1,6 @@
-import {
-  CorruptRecordError,
-  isConnectionFailure,
-  type Keys,
-  type SubscriberHub,
-  TaskNotFoundError,
-  translateRedisError,
-  type Unsubscribe,
-} from "@flotilla/core";
+import { CorruptRecordError, type Keys, TaskNotFoundError } from "@flotilla/core";
+import { isConnectionFailure, type SubscriberHub, translateRedisError, type Unsubscribe } from "@flotilla/core/redis";
+import { readTaskLog, readTaskLogPage, subscribeTaskEvents } from "@flotilla/store";
 import type { Redis } from "ioredis";
 import { type FlotillaEvent, FlotillaEventSchema, isTerminalEvent } from "./schema.ts";
 import type { StatusFeed } from "./status-feed.ts";
@@ -93,23 +87,13 @@ export async function readEvents(
 ): Promise<StoredEvents> {
   const after = options.after ?? 0;
   const pageSize = options.pageSize ?? 1000;
-  const taskKey = keys.task(taskId);
-  const streamKey = keys.events(taskId);
-  const [record, first] = await patiently(
-    redis,
-    async () => {
-      const replies = (await redis.pipeline().hmget(taskKey, "status", "log", "result").xrange(streamKey, `(0-${after}`, "+", "COUNT", pageSize).exec()) ?? [];
-      for (const [err] of replies) if (err) throw err;
-      return [replies[0]![1] as Array<string | null>, replies[1]![1] as Array<[string, string[]]>] as const;
-    },
-    options.signal,
-  );
-  const [status, log, result] = record;
+  const first = await patiently(redis, () => readTaskLog(redis, keys, taskId, after, pageSize), options.signal);
+  const { status, statusLog, result } = first;
   const events: FlotillaEvent[] = [];
-  if (log) {
+  if (statusLog) {
     let raws: unknown;
     try {
-      raws = JSON.parse(`[${log}]`);
+      raws = JSON.parse(`[${statusLog}]`);
     } catch {
       throw new CorruptRecordError(`status log of task ${taskId}`, "not JSON");
     }
@@ -119,21 +103,22 @@ export async function readEvents(
       events.push(parseEvent(raw, taskId));
     }
   }
-  let rows = first;
+  let batches = first.batches;
+  let more = first.more;
   for (;;) {
-    let from = "";
-    for (const [id, fields] of rows) {
+    for (const [id, json] of batches) {
       // One entry per published batch: a JSON array of events, the entry's id naming its last seq.
-      const batch = JSON.parse(fields[1] ?? "null") as unknown;
+      const batch = JSON.parse(json) as unknown;
       if (!Array.isArray(batch)) throw new CorruptRecordError(`event stream of task ${taskId}`, `entry ${id} is not a batch`);
       for (const raw of batch) {
         const event = parseEvent(raw, taskId);
         if (event.seq > after) events.push(event);
       }
-      from = `(${id}`;
     }
-    if (rows.length < pageSize) break;
-    rows = await patiently(redis, () => redis.xrange(streamKey, from, "+", "COUNT", pageSize), options.signal);
+    const lastId = batches.at(-1)?.[0];
+    if (!more || lastId === undefined) break;
+    batches = await patiently(redis, () => readTaskLogPage(redis, keys, taskId, lastId, pageSize), options.signal);
+    more = batches.length === pageSize;
   }
   events.sort((a, b) => a.seq - b.seq);
   return { events, exists: status != null, terminal: status === "COMPLETED" || status === "FAILED" || status === "CANCELLED" };
@@ -187,7 +172,7 @@ export async function* streamEvents(
   let unsubscribe: Unsubscribe | undefined;
   let unwatch: (() => void) | undefined;
   try {
-    unsubscribe = await hub.subscribe(keys.eventsChannel(taskId), onMessage);
+    unsubscribe = await subscribeTaskEvents(hub, keys, taskId, onMessage);
     unwatch = await source.statusFeed.watch(taskId, (event) => {
       if (event) live.push(event);
       else needCatchUp = true;

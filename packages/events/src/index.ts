@@ -1,4 +1,32 @@
-export * from "./event-stream.ts";
-export * from "./publisher.ts";
-export * from "./schema.ts";
-export * from "./status-feed.ts";
+export {
+  type EventSource,
+  parseEvent,
+  readEvents,
+  type StoredEvents,
+  type StreamEventsOptions,
+  streamEvents,
+} from "./event-stream.ts";
+export { EventPublisher, type PublisherOptions } from "./publisher.ts";
+export {
+  type AgentEvent,
+  CustomEventSchema,
+  ErrorEventSchema,
+  type EventOf,
+  type EventStatus,
+  EventStatusSchema,
+  type EventType,
+  type FlotillaEvent,
+  FlotillaEventSchema,
+  HandoffEventSchema,
+  isTerminalEvent,
+  keepsEvent,
+  StatusEventSchema,
+  StepEventSchema,
+  TextEventSchema,
+  ToolCallEventSchema,
+  ToolResultEventSchema,
+  type Usage,
+  UsageEventSchema,
+  UsageSchema,
+} from "./schema.ts";
+export { type StatusEvent, StatusFeed, type StatusFeedOptions, type StatusListener } from "./status-feed.ts";

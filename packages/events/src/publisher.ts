@@ -1,8 +1,7 @@
-import { type Keys, LuaScript, type Retention } from "@flotilla/core";
+import type { Keys, Retention } from "@flotilla/core";
+import { appendEvents, installEventLog } from "@flotilla/store";
 import type { Redis } from "ioredis";
 import { type AgentEvent, keepsEvent } from "./schema.ts";
-
-const publishScript = LuaScript.fromFile(new URL("../lua/publish.lua", import.meta.url), 3);
 
 export interface PublisherOptions {
   taskId: string;
@@ -29,7 +28,7 @@ export interface PublisherOptions {
  */
 export class EventPublisher {
   private readonly redis: Redis;
-  private readonly keys: string[];
+  private readonly keys: Keys;
   private readonly retention: Retention;
   private readonly opts: PublisherOptions;
   private buffer: string[] = [];
@@ -50,9 +49,9 @@ export class EventPublisher {
     this.redis = redis;
     this.retention = retention;
     this.opts = options;
-    this.keys = [keys.task(options.taskId), keys.events(options.taskId), keys.eventsChannel(options.taskId)];
+    this.keys = keys;
     this.stamp = `,"taskId":${JSON.stringify(options.taskId)},"attempt":${options.attempt},"agent":${JSON.stringify(options.agent)},"ts":`;
-    publishScript.install(redis);
+    installEventLog(redis);
   }
 
   get isStale(): boolean {
@@ -91,19 +90,17 @@ export class EventPublisher {
 
   private async send(batch: string[], types: string[]): Promise<void> {
     if (this.stale || this.failure) return;
-    const r = this.retention;
     const started = performance.now();
     try {
       const first = this.sent + 1;
       this.sent += batch.length;
-      const id = this.opts.scope === undefined ? `${this.opts.attempt}:${++this.batches}` : `scope=${this.opts.scope}:${first}`;
-      const last = (await publishScript.run(this.redis, this.keys, [
-        this.opts.anyAttempt ? "*" : this.opts.attempt,
-        r.eventMaxLen,
-        r.eventTtlMs,
-        id,
-        ...batch,
-      ])) as number;
+      const batchId = this.opts.scope === undefined ? `${this.opts.attempt}:${++this.batches}` : `scope=${this.opts.scope}:${first}`;
+      const last = await appendEvents(this.redis, this.keys, this.retention, {
+        taskId: this.opts.taskId,
+        attempt: this.opts.anyAttempt ? "*" : this.opts.attempt,
+        batchId,
+        bodies: batch,
+      });
       if (last < 0) {
         this.stale = true;
         this.opts.onStale?.();

@@ -1,4 +1,6 @@
-import { type Keys, type SubscriberHub, splitTaskId, type Unsubscribe } from "@flotilla/core";
+import { type Keys, splitTaskId } from "@flotilla/core";
+import type { SubscriberHub, Unsubscribe } from "@flotilla/core/redis";
+import { subscribeStatus } from "@flotilla/store";
 import { type EventOf, FlotillaEventSchema } from "./schema.ts";
 
 export type StatusEvent = EventOf<"status">;
@@ -39,7 +41,7 @@ export class StatusFeed {
     let feed = this.queues.get(queue);
     if (!feed) {
       const created: QueueFeed = { subscribed: Promise.resolve(async () => {}), watchers: new Map(), idleTimer: undefined };
-      created.subscribed = this.hub.subscribe(this.keys.statusChannel(queue), (message) => this.dispatch(created, message));
+      created.subscribed = subscribeStatus(this.hub, this.keys, queue, (message) => this.dispatch(created, message));
       this.queues.set(queue, created);
       feed = created;
     }

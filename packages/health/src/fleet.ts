@@ -1,4 +1,4 @@
-import { type Keys, parseJsonOr } from "@flotilla/core";
+import { DEFAULTS, type Keys, parseJsonOr } from "@flotilla/core";
 import type { Redis } from "ioredis";
 import { type WorkerRecord, WorkerRecordSchema } from "./schema.ts";
 
@@ -26,6 +26,18 @@ export interface FleetStatusOptions {
   deadAfterMs?: number;
 }
 
+/** A worker is dead once it missed two beats (beats come every third of its TTL). */
+export const deadAfter = (heartbeatTtlMs: number): number => Math.floor((heartbeatTtlMs * 2) / 3);
+
+/**
+ * How many workers beat within the last `deadAfterMs`: one ZCOUNT, for a gauge every worker reads
+ * often (getFleetStatus reads every record).
+ * @param deadAfterMs @default deadAfter(DEFAULTS.heartbeatTtlMs)
+ */
+export async function countLiveWorkers(redis: Redis, keys: Keys, deadAfterMs = deadAfter(DEFAULTS.heartbeatTtlMs), now = Date.now()): Promise<number> {
+  return redis.zcount(keys.workers(), now - deadAfterMs, "+inf");
+}
+
 /** Lists the fleet: live workers with their figures, and workers that stopped beating as dead. */
 export async function getFleetStatus(redis: Redis, keys: Keys, options: FleetStatusOptions = {}): Promise<FleetStatus> {
   const now = Date.now();
@@ -41,7 +53,7 @@ export async function getFleetStatus(redis: Redis, keys: Keys, options: FleetSta
     const parsed = records[i] ? WorkerRecordSchema.safeParse(parseJsonOr(records[i], undefined)) : undefined;
     const record = parsed?.success ? parsed.data : undefined;
     const lastBeat = record?.lastBeat ?? beats[i]!;
-    const threshold = options.deadAfterMs ?? Math.floor(((record?.heartbeatTtlMs ?? 15_000) * 2) / 3);
+    const threshold = options.deadAfterMs ?? deadAfter(record?.heartbeatTtlMs ?? DEFAULTS.heartbeatTtlMs);
     const alive = record !== undefined && now - lastBeat <= threshold;
     return { ...record, workerId, lastBeat, alive };
   });

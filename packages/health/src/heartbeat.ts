@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import type { Keys } from "@flotilla/core";
+import { DEFAULTS, type Keys } from "@flotilla/core";
 import type { Redis } from "ioredis";
 import type { WorkerRecord } from "./schema.ts";
 
@@ -7,13 +7,16 @@ export interface HeartbeatOptions {
   workerId: string;
   queues: readonly string[];
   concurrency: number;
-  /** The record expires this long after the last beat; beats come every third of it. @default 15_000 */
+  /** The record expires this long after the last beat; beats come every third of it. @default DEFAULTS.heartbeatTtlMs (15_000) */
   ttlMs?: number;
   /** Live figures, read on every beat. */
   snapshot: () => { running: string[]; completed: number; failed: number };
   /** Told about a beat that could not be written (the next beat retries). */
   onError?: (err: unknown) => void;
 }
+
+/** Workers silent this long are dropped from the fleet's list. */
+const FORGET_AFTER_MS = 86_400_000;
 
 /** Keeps a worker's record alive in Redis while it runs; removes it on a clean stop. */
 export class Heartbeat {
@@ -28,7 +31,7 @@ export class Heartbeat {
     this.redis = redis;
     this.keys = keys;
     this.opts = options;
-    this.ttlMs = options.ttlMs ?? 15_000;
+    this.ttlMs = options.ttlMs ?? DEFAULTS.heartbeatTtlMs;
   }
 
   async start(): Promise<void> {
@@ -55,19 +58,22 @@ export class Heartbeat {
       lastBeat: now,
       heartbeatTtlMs: this.ttlMs,
     };
-    await this.redis
+    const replies = await this.redis
       .pipeline()
       .set(this.keys.worker(this.opts.workerId), JSON.stringify(record), "PX", this.ttlMs)
       .zadd(this.keys.workers(), now, this.opts.workerId)
       // Forget workers silent for a day; their records expired long ago.
-      .zremrangebyscore(this.keys.workers(), "-inf", now - 86_400_000)
+      .zremrangebyscore(this.keys.workers(), "-inf", now - FORGET_AFTER_MS)
       .exec();
+    // A pipeline resolves even when its commands fail: a beat that did not land must say so.
+    for (const [err] of replies ?? []) if (err) throw err;
   }
 
   /** Stops beating and removes the record at once. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    await this.redis.pipeline().del(this.keys.worker(this.opts.workerId)).zrem(this.keys.workers(), this.opts.workerId).exec();
+    const replies = await this.redis.pipeline().del(this.keys.worker(this.opts.workerId)).zrem(this.keys.workers(), this.opts.workerId).exec();
+    for (const [err] of replies ?? []) if (err) throw err;
   }
 }

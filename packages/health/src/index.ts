@@ -1,3 +1,3 @@
-export * from "./fleet.ts";
-export * from "./heartbeat.ts";
-export * from "./schema.ts";
+export { countLiveWorkers, deadAfter, type FleetStatus, type FleetStatusOptions, getFleetStatus, type WorkerStatus } from "./fleet.ts";
+export { Heartbeat, type HeartbeatOptions } from "./heartbeat.ts";
+export { type WorkerRecord, WorkerRecordSchema } from "./schema.ts";

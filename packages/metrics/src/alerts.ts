@@ -1,4 +1,6 @@
-import { closeRedis, createKeys, type Keys, type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core";
+import { createKeys, type Keys } from "@flotilla/core";
+import { closeRedis, type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core/redis";
+import { listQueues } from "@flotilla/store";
 import type { Redis } from "ioredis";
 import { type QueueState, readFleetFigures } from "./fleet-figures.ts";
 
@@ -178,7 +180,7 @@ export class AlertManager {
   }
 
   private async evaluateOnce(now: number): Promise<AlertEvent[]> {
-    const queues = this.options.queues ?? (await this.redis.smembers(this.keys.queues())).sort();
+    const queues = this.options.queues ?? (await listQueues(this.redis, this.keys));
     const states = await readFleetFigures(this.redis, this.keys, queues, this.options.windowMs ?? 300_000, now);
     const repeatMs = this.options.repeatIntervalMs ?? 3_600_000;
     const events: AlertEvent[] = [];

@@ -1,4 +1,26 @@
-export * from "./alerts.ts";
-export * from "./fleet-figures.ts";
-export * from "./metrics.ts";
-export * from "./tracing.ts";
+export {
+  AlertManager,
+  type AlertManagerOptions,
+  type AlertEvent,
+  type AlertRule,
+  type AlertSink,
+  type AlertThresholds,
+  defaultRules,
+  logSink,
+  type RuleVerdict,
+  redisStreamSink,
+  type Severity,
+  webhookSink,
+} from "./alerts.ts";
+export { type QueueState, readFleetFigures } from "./fleet-figures.ts";
+export {
+  attributeKey,
+  defaultMetrics,
+  FlotillaMetrics,
+  type FlotillaMetricsOptions,
+  type HistogramSummary,
+  METRICS,
+  type MetricsSnapshot,
+  type QueueFigures,
+} from "./metrics.ts";
+export { extractTrace, injectTrace, SpanKind, type SpanOptions, type TraceCarrier, tracer, withSpan } from "./tracing.ts";

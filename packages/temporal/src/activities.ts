@@ -11,20 +11,8 @@ import {
   type ToolRegistry,
   toolDefinition,
 } from "@flotilla/agent";
-import {
-  type AgentSpec,
-  createKeys,
-  isRetryable,
-  type JsonValue,
-  type Message,
-  type OwnedRedis,
-  openRedis,
-  type RedisConnection,
-  type RetentionOptions,
-  resolveRetention,
-  type TokenUsage,
-  toTaskError,
-} from "@flotilla/core";
+import { type AgentSpec, createKeys, isRetryable, type JsonValue, type Message, type RetentionOptions, resolveRetention, type TokenUsage, toTaskError } from "@flotilla/core";
+import { type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core/redis";
 import { type AgentEvent, EventPublisher } from "@flotilla/events";
 import { loadHistory, type MemoryStore, MemoryStores } from "@flotilla/memory";
 import { Context } from "@temporalio/activity";

@@ -3,42 +3,8 @@ import { hostname } from "node:os";
 import type { Agent, LanguageModel, OpenAICompatibleEndpoint, ProviderFactory, Swarm, ToolRegistry } from "@flotilla/agent";
 import { Broker, type Lane, parseEntry, type RawEntry } from "@flotilla/broker";
 import { CancelListener } from "@flotilla/cancel";
-import {
-  type Backoff,
-  type BackoffOptions,
-  BackoffSchema,
-  backoffDelay,
-  closeRedis,
-  createKeys,
-  ErrorCodes,
-  FlotillaError,
-  isRetryable,
-  type JsonValue,
-  JsonValueSchema,
-  type Keys,
-  newId,
-  type OwnedRedis,
-  openRedis,
-  PRIORITIES,
-  type Priority,
-  parseInput,
-  parseJsonOr,
-  parseStored,
-  QueueNameSchema,
-  type RedisConnection,
-  type Retention,
-  type RetentionOptions,
-  type RunnableSpec,
-  RunnableSpecSchema,
-  resolveRetention,
-  SubscriberHub,
-  splitTaskId,
-  type TaskError,
-  TaskPayloadSchema,
-  type TokenUsage,
-  toTaskError,
-  whenReady,
-} from "@flotilla/core";
+import { type Backoff, type BackoffOptions, BackoffSchema, backoffDelay, createKeys, ErrorCodes, FlotillaError, isRetryable, type JsonValue, JsonValueSchema, type Keys, newId, PRIORITIES, type Priority, parseInput, parseJsonOr, parseStored, QueueNameSchema, type Retention, type RetentionOptions, type RunnableSpec, RunnableSpecSchema, resolveRetention, splitTaskId, type TaskError, TaskPayloadSchema, type TokenUsage, toTaskError } from "@flotilla/core";
+import { closeRedis, type OwnedRedis, openRedis, type RedisConnection, SubscriberHub, whenReady } from "@flotilla/core/redis";
 import { EventPublisher } from "@flotilla/events";
 import { getFleetStatus, Heartbeat } from "@flotilla/health";
 import { type MemoryStore, MemoryStores } from "@flotilla/memory";

@@ -1,8 +1,8 @@
 import { Agent } from "@flotilla/agent";
-import { Broker } from "@flotilla/broker";
+import { TestBroker } from "@flotilla/broker/testing";
 import { type AgentSpec, createKeys, DEFAULT_RETENTION, type JsonValue, newId, type Priority } from "@flotilla/core";
 import { readEvents } from "@flotilla/events";
-import { TaskStore } from "@flotilla/store";
+import { TestTaskStore } from "@flotilla/store/testing";
 import { cleanupPrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/tooling/test-utils";
 import { afterAll, afterEach } from "vitest";
 import { Worker, type WorkerOptions } from "../src/index.ts";
@@ -12,8 +12,8 @@ export function useHarness(name: string) {
   const prefix = testPrefix(name);
   const redis = testRedis();
   const keys = createKeys(prefix);
-  const store = new TaskStore(redis, keys, DEFAULT_RETENTION);
-  const broker = new Broker(redis, keys);
+  const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
+  const broker = new TestBroker(redis, keys);
   const workers: Worker[] = [];
   afterEach(async () => {
     await Promise.all(workers.splice(0).map((w) => w.stop({ drainTimeoutMs: 1000 })));

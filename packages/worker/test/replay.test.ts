@@ -1,5 +1,4 @@
-import { createHash } from "node:crypto";
-import { LuaScript } from "@flotilla/core";
+import { scripts } from "@flotilla/store/testing";
 import { startFaultProxy } from "@flotilla/tooling/fault-proxy";
 import { redisUrl } from "@flotilla/tooling/test-utils";
 import { describe, expect, it } from "vitest";
@@ -7,10 +6,7 @@ import { scripted, useHarness } from "./harness.ts";
 
 // The store's scripts that start tasks (claim: claims and starts; start: starts what a blocking read
 // claimed) as they go over the wire: EVAL <source> the first time, EVALSHA <sha1> after.
-const startRequest = (["claim", "start"] as const).flatMap((name) => {
-  const lua = LuaScript.fromFile(new URL(`../../store/lua/${name}.lua`, import.meta.url), 1).lua;
-  return [createHash("sha1").update(lua).digest("hex"), lua.slice(0, 80)];
-});
+const startRequest = [scripts.claim, scripts.start].flatMap((script) => [script.sha, script.lua.slice(0, 80)]);
 
 describe("a reply lost to a dropped connection", () => {
   const h = useHarness("replay");

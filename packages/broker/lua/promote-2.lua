@@ -1,0 +1,25 @@
+--[[
+  Moves the tasks of a lane's delayed set that are due into the lane, atomically; any live worker
+  may run it (there is no scheduler process).
+
+  Input:
+    KEYS[1] lane
+    KEYS[2] the lane's delayed set
+    ARGV[1] now (ms)
+    ARGV[2] most to move in this call
+
+  Returns:
+    { moved, the next due time or '' }
+]]
+--- @include "enqueueEntry"
+local lane, delayed = KEYS[1], KEYS[2]
+local now, max = ARGV[1], ARGV[2]
+local due = redis.call('ZRANGE', delayed, '-inf', now, 'BYSCORE', 'LIMIT', 0, max)
+for _, name in ipairs(due) do
+  enqueueEntry(lane, name)
+end
+if #due > 0 then
+  redis.call('ZREM', delayed, unpack(due))
+end
+local nextDue = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
+return { #due, nextDue[2] or '' }

@@ -1,0 +1,26 @@
+--[[
+  Renews the leases of the entries this consumer holds: XCLAIM ... JUSTID resets an entry's idle
+  time without counting a delivery. An entry it no longer holds is left alone and reported, so
+  its run stops.
+
+  Input:
+    KEYS[1] lane
+    ARGV[1] consumer group
+    ARGV[2] consumer
+    ARGV[3..] entry ids
+
+  Returns:
+    the ids of the entries this consumer no longer holds
+]]
+--- @include "ownedBy"
+local lane = KEYS[1]
+local group, consumer = ARGV[1], ARGV[2]
+local lost = {}
+for i = 3, #ARGV do
+  if ownedBy(lane, group, ARGV[i], consumer) then
+    redis.call('XCLAIM', lane, group, consumer, 0, ARGV[i], 'JUSTID')
+  else
+    lost[#lost + 1] = ARGV[i]
+  end
+end
+return lost

@@ -1,0 +1,119 @@
+import { CONSUMER_GROUP, createKeys } from "@flotilla/core";
+import { cleanupPrefix, testPrefix, testRedis } from "@flotilla/tooling/test-utils";
+import { afterAll, describe, expect, it } from "vitest";
+import { TestBroker } from "../src/testing.ts";
+import { parseEntry } from "../src/entry.ts";
+
+const redis = testRedis();
+const blocking = testRedis();
+const prefix = testPrefix("broker");
+const keys = createKeys(prefix);
+const broker = new TestBroker(redis, keys);
+const lane = (queue: string) => ({ queue, priority: "normal" as const });
+afterAll(async () => {
+  await cleanupPrefix(redis, prefix);
+  await redis.quit();
+  await blocking.quit();
+});
+
+describe("Broker", () => {
+  it("delivers entries added before the group existed", async () => {
+    await broker.enqueue("early", "t1");
+    await broker.enqueue("early", "t2");
+    await broker.ensureGroup("early");
+    await broker.ensureGroup("early"); // idempotent
+    const entries = await broker.claim(blocking, "c1", ["early"], 10, 100);
+    expect(entries.map((e) => parseEntry(e))).toMatchObject([
+      { ok: true, name: "t1", taskId: "early/t1" },
+      { ok: true, name: "t2", taskId: "early/t2" },
+    ]);
+  });
+
+  it("counts waiting, in-flight and delayed entries", async () => {
+    await broker.ensureGroup("depth");
+    await broker.enqueue("depth", "a");
+    await broker.enqueue("depth", "b");
+    await redis.zadd(keys.delayed("depth", "low"), Date.now() + 60_000, "c");
+    await broker.claim(blocking, "c1", ["depth"], 1, 100);
+    expect(await broker.depth("depth")).toEqual({ waiting: 1, inFlight: 1, delayed: 1 });
+  });
+
+  it("claims across several queues in one blocking call", async () => {
+    await broker.ensureGroup("x");
+    await broker.ensureGroup("y");
+    const claiming = broker.claim(blocking, "c1", ["x", "y"], 10, 2000);
+    await broker.enqueue("y", "ty");
+    const entries = await claiming;
+    expect(entries).toMatchObject([{ queue: "y" }]);
+  });
+
+  it("renews only the leases a consumer still owns, and reclaims lapsed ones across the whole pending list", async () => {
+    await broker.ensureGroup("lease");
+    for (let i = 0; i < 7; i++) await broker.enqueue("lease", `t${i}`);
+    const held = await broker.claim(blocking, "old", ["lease"], 7, 100);
+    const ids = held.map((e) => e.entryId);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(await broker.renew(lane("lease"), "old", ids.slice(0, 2))).toEqual([]); // these two are fresh again
+    // Page through the pending list three at a time: only the five idle ones move to "new".
+    const moved: string[] = [];
+    let cursor = "0-0";
+    do {
+      const page = await broker.reclaim(lane("lease"), "new", 50, 3, cursor);
+      moved.push(...page.entries.map((e) => e.entryId));
+      cursor = page.cursor;
+    } while (cursor !== "0-0");
+    expect(moved).toEqual(ids.slice(2));
+    // "old" has lost those five: renewing them says so, and does not steal them back.
+    expect(await broker.renew(lane("lease"), "old", ids)).toEqual(ids.slice(2));
+    const owners = (await redis.xpending(keys.queue("lease"), CONSUMER_GROUP, "-", "+", 10)) as Array<[string, string]>;
+    expect(owners.map(([, c]) => c)).toEqual(["old", "old", "new", "new", "new", "new", "new"]);
+  });
+
+  it("takes high before normal before low, and lets lower lanes go first when told to", async () => {
+    await broker.ensureGroup("prio");
+    for (const [i, p] of (["low", "normal", "high", "low", "high", "normal"] as const).entries()) await broker.enqueue("prio", `t${i}`, p);
+    const first = await broker.claim(blocking, "c1", ["prio"], 3, 100);
+    expect(first.map((e) => [e.priority, e.fields?.task])).toEqual([
+      ["high", "t2"],
+      ["high", "t4"],
+      ["normal", "t1"],
+    ]);
+    const fair = await broker.claim(blocking, "c1", ["prio"], 2, 100, { order: ["low", "normal", "high"] });
+    expect(fair.map((e) => e.fields?.task)).toEqual(["t0", "t3"]);
+    expect(await broker.depth("prio")).toEqual({ waiting: 1, inFlight: 5, delayed: 0 });
+  });
+
+  it("dead-letters an entry with its reason and acknowledges it", async () => {
+    await broker.ensureGroup("dl");
+    await redis.xadd(keys.queue("dl"), "*", "garbage", "yes");
+    const [raw] = await broker.claim(blocking, "c1", ["dl"], 1, 100);
+    const parsed = parseEntry(raw!);
+    expect(parsed.ok).toBe(false);
+    if (parsed.ok) return;
+    expect(await broker.deadLetter(lane("dl"), parsed.entryId, "intruder", { reason: "not mine", fields: null })).toBe(false);
+    expect(await broker.deadLetter(lane("dl"), parsed.entryId, "c1", { reason: parsed.reason, fields: parsed.fields })).toBe(true);
+    const [letter] = await broker.listDeadLetters("dl");
+    expect(letter).toMatchObject({ entryId: raw!.entryId, fields: { garbage: "yes" } });
+    expect(letter!.reason).toMatch(/malformed queue entry/);
+    const pending = (await redis.xpending(keys.queue("dl"), CONSUMER_GROUP)) as [number];
+    expect(pending[0]).toBe(0);
+    expect(await redis.xlen(keys.queue("dl"))).toBe(0);
+  });
+});
+
+describe("parseEntry", () => {
+  const cases: Array<[string, Record<string, string> | null, RegExp]> = [
+    ["no fields", null, /no fields/],
+    ["missing task", { foo: "bar" }, /task/],
+    ["braces in id", { task: "a{b}" }, /task/],
+    ["empty id", { task: "" }, /task/],
+    ["extra field", { task: "ok", extra: "1" }, /extra|Unrecognized/i],
+  ];
+  for (const [name, fields, reason] of cases) {
+    it(`rejects ${name}`, () => {
+      const parsed = parseEntry({ queue: "q", priority: "normal", entryId: "1-1", fields });
+      expect(parsed.ok).toBe(false);
+      if (!parsed.ok) expect(parsed.reason).toMatch(reason);
+    });
+  }
+});

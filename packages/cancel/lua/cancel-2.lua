@@ -1,0 +1,29 @@
+--[[
+  Cancels a task. The request is stored on the record first (so a worker that claims the task later
+  never runs it), then: a waiting task ends CANCELLED at once, counted in the fleet statistics; a
+  running one is announced on the fleet's cancel channel, for its worker to abort.
+
+  Input:
+    KEYS[1] task record
+    KEYS[2] statistics bucket of the task's queue
+    ARGV[1] reason
+    ARGV[2] now (ms)
+    ARGV[3] recordTtlMs
+    ARGV[4] cancel channel
+    ARGV[5] status channel of the task's queue
+
+  Returns:
+    { outcome, status }: outcome 'cancelled' | 'requested' | 'finished' | 'missing'
+]]
+--- @include "@flotilla/store/newBatch"
+--- @include "@flotilla/store/requestCancel"
+--- @include "@flotilla/store/finish"
+local record, statsKey = KEYS[1], KEYS[2]
+local reason, now, recordTtlMs, cancelChannel, statusChannel = unpack(ARGV, 1, 5)
+local batch = newBatch({}, '', '', tonumber(now), '', recordTtlMs)
+local outcome, status, taskId = requestCancel(batch, record, reason)
+if outcome == 'requested' then
+  redis.call('PUBLISH', cancelChannel, cjson.encode({ taskId = taskId, reason = reason }))
+end
+finish(batch, statsKey, statusChannel)
+return { outcome, status }

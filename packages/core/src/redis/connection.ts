@@ -1,0 +1,119 @@
+import { Redis, type RedisOptions } from "ioredis";
+import { DEFAULTS } from "../defaults.ts";
+import { ConnectionError, FlotillaError } from "../errors.ts";
+
+/**
+ * How to reach Redis: a URL, ioredis options, or an existing ioredis instance (never closed by us).
+ * Unset: `REDIS_URL` from the environment, else redis://127.0.0.1:6379.
+ */
+export type RedisConnection = string | RedisOptions | Redis;
+
+export type ConnectionRole = "command" | "blocking" | "subscriber";
+
+export interface ConnectionPolicy {
+  /**
+   * Fail commands quickly with a ConnectionError while Redis is unreachable (clients) instead of
+   * queueing them until it returns (workers, which must ride out a Redis restart).
+   * @default false
+   */
+  failFast?: boolean;
+  /** @default 5000 */
+  connectTimeoutMs?: number;
+}
+
+/** A connection we opened (and must close) or one the caller lent us (and must not). */
+export interface OwnedRedis {
+  redis: Redis;
+  owned: boolean;
+}
+
+/**
+ * Opens a connection for one role. Blocking and subscriber roles always get their own socket,
+ * because a blocked or subscribed connection cannot serve other commands.
+ */
+export function openRedis(conn: RedisConnection | undefined, role: ConnectionRole, policy: ConnectionPolicy = {}): OwnedRedis {
+  const failFast = policy.failFast ?? false;
+  const tuned: RedisOptions = {
+    connectTimeout: policy.connectTimeoutMs ?? 5000,
+    // null = retry forever: workers and subscribers must survive a Redis restart.
+    maxRetriesPerRequest: failFast && role !== "blocking" ? 2 : null,
+    retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
+    enableReadyCheck: true,
+    connectionName: `flotilla:${role}`,
+  };
+  if (conn instanceof Redis) {
+    if (role === "command") return { redis: conn, owned: false };
+    return { redis: conn.duplicate({ ...tuned }), owned: true };
+  }
+  if (conn === undefined || typeof conn === "string") {
+    return { redis: new Redis(conn ?? (process.env.REDIS_URL || DEFAULTS.redisUrl), tuned), owned: true };
+  }
+  return { redis: new Redis({ ...tuned, ...conn }), owned: true };
+}
+
+export async function closeRedis(conn: OwnedRedis | undefined): Promise<void> {
+  if (!conn?.owned) return;
+  const r = conn.redis;
+  if (r.status === "end") return;
+  try {
+    if (r.status === "ready") await r.quit();
+    else r.disconnect();
+  } catch {
+    r.disconnect();
+  }
+}
+
+export function describeRedis(redis: Redis): string {
+  const o = redis.options;
+  return o.path ? o.path : `${o.host ?? "127.0.0.1"}:${o.port ?? 6379}`;
+}
+
+const CONNECTION_FAILURE =
+  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|Connection is closed|max retries per request|Stream isn't writeable|connect ETIMEDOUT/i;
+
+/** True for errors that mean "Redis could not be reached", as opposed to a command's own error. */
+export function isConnectionFailure(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  if (err.name === "MaxRetriesPerRequestError") return true;
+  return CONNECTION_FAILURE.test(err.message) || CONNECTION_FAILURE.test(String((err as { code?: string }).code));
+}
+
+/** A connection failure as a typed ConnectionError; any other error as it was. */
+export function translateRedisError(redis: Redis, err: unknown): unknown {
+  if (err instanceof FlotillaError || !isConnectionFailure(err)) return err;
+  return new ConnectionError(`Redis at ${describeRedis(redis)} is unreachable: ${(err as Error).message}`, err);
+}
+
+/** Runs a Redis operation, turning connection failures into a typed ConnectionError. */
+export async function withRedis<T>(redis: Redis, op: () => Promise<T>): Promise<T> {
+  try {
+    return await op();
+  } catch (err) {
+    throw translateRedisError(redis, err);
+  }
+}
+
+/** Resolves once the connection is ready, or rejects with a ConnectionError after `timeoutMs`. */
+export function whenReady(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === "ready") return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    let lastError: unknown;
+    const onError = (err: unknown) => {
+      lastError = err;
+    };
+    const done = (err?: unknown) => {
+      clearTimeout(timer);
+      redis.off("ready", onReady);
+      redis.off("error", onError);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onReady = () => done();
+    const timer = setTimeout(() => {
+      const why = lastError instanceof Error ? `: ${lastError.message}` : "";
+      done(new ConnectionError(`Redis at ${describeRedis(redis)} did not answer within ${timeoutMs} ms${why}`, lastError));
+    }, timeoutMs);
+    redis.on("ready", onReady);
+    redis.on("error", onError);
+  });
+}

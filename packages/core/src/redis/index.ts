@@ -1,0 +1,17 @@
+// @flotilla/core/redis: everything of core that talks to Redis — connections with their policies,
+// the Lua script runner and the shared subscriber connection.
+export {
+  type ConnectionPolicy,
+  type ConnectionRole,
+  closeRedis,
+  describeRedis,
+  isConnectionFailure,
+  type OwnedRedis,
+  openRedis,
+  type RedisConnection,
+  translateRedisError,
+  whenReady,
+  withRedis,
+} from "./connection.ts";
+export { LuaScript, type ScriptSource } from "./lua-script.ts";
+export { type MessageListener, SubscriberHub, type SubscriberHubOptions, type Unsubscribe } from "./subscriber-hub.ts";

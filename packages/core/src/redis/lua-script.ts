@@ -1,0 +1,71 @@
+import { createHash } from "node:crypto";
+import type { ChainableCommander, Redis } from "ioredis";
+import { ValidationError } from "../errors.ts";
+
+type ScriptCaller = Record<string, (...args: Array<string | number | Buffer>) => Promise<unknown>>;
+type ScriptQueuer = Record<string, (...args: Array<string | number | Buffer>) => ChainableCommander>;
+
+/**
+ * A script as the Lua build (tooling/lua) emits it into a package's `src/generated/lua.ts`: its
+ * includes expanded, its key count taken from its file name (`settle-9.lua`).
+ */
+export interface ScriptSource {
+  readonly name: string;
+  readonly numberOfKeys: number;
+  readonly lua: string;
+}
+
+const installed = new WeakMap<Redis, Set<string>>();
+
+/**
+ * A Lua script, run through EVALSHA with ioredis's automatic fallback to EVAL after a Redis
+ * restart flushed the script cache. Made from a generated ScriptSource: nothing is read from disk
+ * at run time, so a published package always runs the includes it was built with.
+ */
+export class LuaScript {
+  /** Registered on a connection under this name (see the constructor). */
+  readonly name: string;
+  readonly numberOfKeys: number;
+  readonly lua: string;
+  /** SHA1 of the source: what EVALSHA sends. */
+  readonly sha: string;
+
+  constructor(source: ScriptSource) {
+    this.sha = createHash("sha1").update(source.lua).digest("hex");
+    // Scripts are registered on a connection by name: the source hash keeps two packages'
+    // scripts of the same name (or two versions of one) from shadowing each other.
+    this.name = `flotilla_${source.name.replace(/\W/g, "_")}_${this.sha.slice(0, 10)}`;
+    this.lua = source.lua;
+    this.numberOfKeys = source.numberOfKeys;
+  }
+
+  /** Defines the script on a connection; pipelines made afterwards can queue it too. */
+  install(redis: Redis): void {
+    let names = installed.get(redis);
+    if (!names) {
+      names = new Set();
+      installed.set(redis, names);
+    }
+    if (names.has(this.name)) return;
+    redis.defineCommand(this.name, { numberOfKeys: this.numberOfKeys, lua: this.lua });
+    names.add(this.name);
+  }
+
+  run(redis: Redis, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+    this.install(redis);
+    this.check(keys);
+    return (redis as unknown as ScriptCaller)[this.name]!(...keys, ...args);
+  }
+
+  /** Queues the script on a pipeline (its Redis must have had `install` called before `pipeline()`). */
+  queue(pipeline: ChainableCommander, keys: readonly string[], args: ReadonlyArray<string | number>): void {
+    this.check(keys);
+    (pipeline as unknown as ScriptQueuer)[this.name]!(...keys, ...args);
+  }
+
+  private check(keys: readonly string[]): void {
+    if (keys.length !== this.numberOfKeys) {
+      throw ValidationError.of(`${this.name} call`, "keys", `takes ${this.numberOfKeys} keys, got ${keys.length}`);
+    }
+  }
+}

@@ -1,0 +1,144 @@
+import type { Redis } from "ioredis";
+import { closeRedis, type OwnedRedis, whenReady } from "./connection.ts";
+
+export type MessageListener = (message: string, channel: string) => void;
+export type Unsubscribe = () => Promise<void>;
+
+export interface SubscriberHubOptions {
+  /** A subscribe waits this long for the connection before failing with a ConnectionError. @default 10_000 */
+  readyTimeoutMs?: number;
+}
+
+/**
+ * One subscriber connection shared by every listener of a process, reference-counted per channel.
+ * After a reconnect it re-subscribes itself and only then tells `onReconnect` listeners, so a
+ * listener that catches up from a stream cannot miss a message published in between.
+ *
+ * SUBSCRIBE is only sent once the connection is ready: sent earlier, it can overtake ioredis's
+ * ready check (INFO), which Redis then refuses on a subscribed connection, dropping it.
+ */
+export class SubscriberHub {
+  private readonly conn: OwnedRedis;
+  private readonly listeners = new Map<string, Set<MessageListener>>();
+  private readonly ready = new Map<string, Promise<unknown>>();
+  private readonly reconnectListeners = new Set<() => void>();
+  private readonly readyTimeoutMs: number;
+  /** A connection was lost since the last subscribe round: the next `ready` must re-subscribe. */
+  private lost = false;
+  private closed = false;
+  /** One wait for the connection, shared by every subscribe issued before it is ready. */
+  private readyWait: Promise<void> | undefined;
+
+  constructor(conn: OwnedRedis, options: SubscriberHubOptions = {}) {
+    this.conn = conn;
+    this.readyTimeoutMs = options.readyTimeoutMs ?? 10_000;
+    const redis = conn.redis;
+    // We re-subscribe ourselves so we know when it is done.
+    redis.options.autoResubscribe = false;
+    redis.on("message", (channel: string, message: string) => this.dispatch(channel, message));
+    redis.on("close", () => {
+      this.lost = true;
+    });
+    redis.on("ready", () => {
+      if (!this.lost) return;
+      this.lost = false;
+      void this.resubscribe();
+    });
+    redis.on("error", () => {
+      // Reconnects are handled by ioredis; errors surface to callers through their commands.
+    });
+  }
+
+  get redis(): Redis {
+    return this.conn.redis;
+  }
+
+  /** Resolves once Redis has confirmed the subscription. */
+  async subscribe(channel: string, listener: MessageListener): Promise<Unsubscribe> {
+    let set = this.listeners.get(channel);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(channel, set);
+      const redis = this.conn.redis;
+      this.ready.set(
+        channel,
+        this.connected().then(() => redis.subscribe(channel)),
+      );
+    }
+    set.add(listener);
+    try {
+      await this.ready.get(channel);
+    } catch (err) {
+      set.delete(listener);
+      if (set.size === 0) this.forget(channel, set);
+      throw err;
+    }
+    let done = false;
+    return async () => {
+      if (done) return;
+      done = true;
+      set.delete(listener);
+      if (set.size === 0 && this.listeners.get(channel) === set) {
+        this.forget(channel, set);
+        if (!this.closed) await this.conn.redis.unsubscribe(channel).catch(() => {});
+      }
+    };
+  }
+
+  private connected(): Promise<void> {
+    if (this.conn.redis.status === "ready") return Promise.resolve();
+    this.readyWait ??= whenReady(this.conn.redis, this.readyTimeoutMs).finally(() => {
+      this.readyWait = undefined;
+    });
+    return this.readyWait;
+  }
+
+  /** Called after the connection came back and every channel is subscribed again. */
+  onReconnect(listener: () => void): () => void {
+    this.reconnectListeners.add(listener);
+    return () => this.reconnectListeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.listeners.clear();
+    this.reconnectListeners.clear();
+    await closeRedis(this.conn);
+  }
+
+  private forget(channel: string, set: Set<MessageListener>): void {
+    if (this.listeners.get(channel) !== set) return;
+    this.listeners.delete(channel);
+    this.ready.delete(channel);
+  }
+
+  private dispatch(channel: string, message: string): void {
+    const set = this.listeners.get(channel);
+    if (!set) return;
+    for (const listener of [...set]) {
+      try {
+        listener(message, channel);
+      } catch (err) {
+        queueMicrotask(() => {
+          throw err;
+        });
+      }
+    }
+  }
+
+  private async resubscribe(): Promise<void> {
+    const channels = [...this.listeners.keys()];
+    try {
+      if (channels.length) await this.conn.redis.subscribe(...channels);
+    } catch {
+      return; // the next reconnect tries again
+    }
+    for (const listener of [...this.reconnectListeners]) {
+      try {
+        listener();
+      } catch {
+        // a listener's own failure must not stop the others
+      }
+    }
+  }
+}

@@ -1,0 +1,60 @@
+import { createKeys } from "@flotilla/core";
+import { cleanupPrefix, testPrefix, testRedis } from "@flotilla/tooling/test-utils";
+import { afterAll, describe, expect, it } from "vitest";
+import { getFleetStatus } from "../src/fleet.ts";
+import { Heartbeat } from "../src/heartbeat.ts";
+
+const redis = testRedis();
+const prefix = testPrefix("health");
+const keys = createKeys(prefix);
+afterAll(async () => {
+  await cleanupPrefix(redis, prefix);
+  await redis.quit();
+});
+
+describe("Heartbeat and getFleetStatus", () => {
+  it("lists a live worker with its figures and removes it at once on a clean stop", async () => {
+    const beat = new Heartbeat(redis, keys, {
+      workerId: "w1",
+      queues: ["q"],
+      concurrency: 3,
+      ttlMs: 3000,
+      snapshot: () => ({ running: ["t1", "t2"], completed: 5, failed: 1 }),
+    });
+    await beat.start();
+    const fleet = await getFleetStatus(redis, keys);
+    expect(fleet.live).toBe(1);
+    expect(fleet.running).toBe(2);
+    expect(fleet.workers[0]).toMatchObject({
+      workerId: "w1",
+      alive: true,
+      queues: ["q"],
+      concurrency: 3,
+      running: ["t1", "t2"],
+      completed: 5,
+      failed: 1,
+      pid: process.pid,
+    });
+    const ttl = await redis.pttl(keys.worker("w1"));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(3000);
+    await beat.stop();
+    expect((await getFleetStatus(redis, keys)).workers).toHaveLength(0);
+  });
+
+  it("marks a worker that stopped beating as dead", async () => {
+    const beat = new Heartbeat(redis, keys, {
+      workerId: "w2",
+      queues: ["q"],
+      concurrency: 1,
+      ttlMs: 60_000,
+      snapshot: () => ({ running: [], completed: 0, failed: 0 }),
+    });
+    await beat.beat(); // one beat, then silence, as a crashed process leaves it
+    await new Promise((r) => setTimeout(r, 60));
+    const fleet = await getFleetStatus(redis, keys, { deadAfterMs: 50 });
+    expect(fleet.workers.find((w) => w.workerId === "w2")).toMatchObject({ alive: false });
+    expect(fleet.dead).toBe(1);
+    await beat.stop();
+  });
+});

@@ -1,0 +1,31 @@
+--[[
+  Claims up to `count` new entries of a queue for this consumer and starts their tasks, in one
+  step: lanes are read in the given order without blocking, so a worker makes one round trip for a
+  whole batch.
+
+  Input:
+    KEYS[1] lane high
+    KEYS[2] lane normal
+    KEYS[3] lane low
+    KEYS[4] claim marker (unique to this call: a resend starts the same entries again)
+    KEYS[5] statistics bucket
+    ARGV[1] consumer group
+    ARGV[2] consumer
+    ARGV[3] now (ms)
+    ARGV[4] task key base
+    ARGV[5] recordTtlMs
+    ARGV[6] status channel
+    ARGV[7] count
+    ARGV[8] lane order (e.g. '1,2,3': high, normal, low)
+
+  Returns:
+    one reply per entry (see includes/startEntry.lua and includes/startNewEntries.lua)
+]]
+--- @include "newBatch"
+--- @include "startNewEntries"
+--- @include "finish"
+local group, consumer, now, taskBase, recordTtlMs, statusChannel, count, order = unpack(ARGV, 1, 8)
+local batch = newBatch({ KEYS[1], KEYS[2], KEYS[3] }, group, consumer, tonumber(now), taskBase, recordTtlMs)
+startNewEntries(batch, tonumber(count), order, KEYS[4])
+finish(batch, KEYS[5], statusChannel)
+return batch.replies

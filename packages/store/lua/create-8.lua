@@ -1,0 +1,92 @@
+--[[
+  Creates a batch of a queue's tasks (PENDING records) and enqueues each: an entry in its priority
+  lane, or, with a start time, a member of the lane's delayed set. One call, one slot.
+  A task with a submitId is checked first: an existing record of that name is a duplicate id
+  ('0'), unless it holds this submitId (a resend after a lost reply: '1', nothing written again).
+  A batch with useMarker is checked as a whole the same way, through its marker key.
+
+  Input:
+    KEYS[1] lane high
+    KEYS[2] lane normal
+    KEYS[3] lane low
+    KEYS[4] delayed high
+    KEYS[5] delayed normal
+    KEYS[6] delayed low
+    KEYS[7] task index
+    KEYS[8] submit marker (unique to the batch)
+    ARGV[1] queue
+    ARGV[2] task key base (a task's key is base .. name)
+    ARGV[3] event stream key base
+    ARGV[4] createdAt (ms)
+    ARGV[5] trim the index to this many names (0: no trim)
+    ARGV[6] useMarker (0 | 1)
+    ARGV[7..] per task (13): name, agent, payload, detailed, maxRetries, timeoutMs, metadata,
+      maxDeliveries, backoff, runAt, lane, submitId, trace
+      (lane: 1 high, 2 normal, 3 low; '' for an optional field left out; trace: W3C carrier JSON)
+
+  Returns:
+    a string of '1' (created) and '0' (name taken), one per task
+]]
+--- @include "@flotilla/broker/enqueueEntry"
+--- @include "@flotilla/broker/delayEntry"
+local SUBMIT_MARKER_TTL_MS = 600000
+local WIDTH = 13
+local lanes = { KEYS[1], KEYS[2], KEYS[3] }
+local delayed = { KEYS[4], KEYS[5], KEYS[6] }
+local index, marker = KEYS[7], KEYS[8]
+local queue, taskBase, streamBase, now, trimTo, useMarker = unpack(ARGV, 1, 6)
+if useMarker == '1' then
+  local done = redis.call('GET', marker)
+  if done then
+    return done
+  end
+end
+-- Adds field, value to a record's fields unless the value was left out ('').
+local function optional(fields, field, value)
+  if value ~= '' then
+    fields[#fields + 1] = field
+    fields[#fields + 1] = value
+  end
+end
+local created = {}
+for i = 7, #ARGV, WIDTH do
+  local name, agent, payload, detailed, maxRetries, timeoutMs, metadata, maxDeliveries, backoff, runAt, lane,
+    submitId, trace = unpack(ARGV, i, i + WIDTH - 1)
+  local key = taskBase .. name
+  local outcome = '1'
+  if submitId ~= '' and redis.call('EXISTS', key) == 1 then
+    outcome = redis.call('HGET', key, 'submitId') == submitId and '1' or '0'
+  else
+    if submitId ~= '' then
+      -- A caller-chosen name may be reused once its record expired: its old events must not replay.
+      redis.call('DEL', streamBase .. name)
+    end
+    local fields = { 'taskId', queue .. '/' .. name, 'queue', queue, 'agent', agent, 'payload', payload,
+      'createdAt', now, 'status', 'PENDING', 'maxRetries', maxRetries, 'maxDeliveries', maxDeliveries }
+    lane = tonumber(lane)
+    if detailed == '1' then optional(fields, 'detailed', '1') end
+    optional(fields, 'timeoutMs', timeoutMs)
+    optional(fields, 'metadata', metadata)
+    optional(fields, 'backoff', backoff)
+    optional(fields, 'runAt', runAt)
+    if lane ~= 2 then optional(fields, 'priority', lane == 1 and 'high' or 'low') end
+    optional(fields, 'submitId', submitId)
+    optional(fields, 'trace', trace)
+    redis.call('HSET', key, unpack(fields))
+    if runAt ~= '' then
+      delayEntry(delayed[lane], runAt, name)
+    else
+      enqueueEntry(lanes[lane], name)
+    end
+    redis.call('ZADD', index, now, name)
+  end
+  created[#created + 1] = outcome
+end
+if trimTo ~= '0' then
+  redis.call('ZREMRANGEBYRANK', index, 0, -tonumber(trimTo) - 1)
+end
+local reply = table.concat(created)
+if useMarker == '1' then
+  redis.call('SET', marker, reply, 'PX', SUBMIT_MARKER_TTL_MS)
+end
+return reply

@@ -1,0 +1,18 @@
+-- The state of one script call over a queue's tasks: what it replies, the entries to acknowledge,
+-- the statistics to count and the status events to publish. finish() writes the last three once,
+-- at the end, whatever the call touched. Includes keep no state of their own: it all lives here.
+-- `lanes`: the queue's lane keys, high, normal, low (empty for a call that settles no entry).
+local function newBatch(lanes, group, consumer, now, taskBase, recordTtlMs)
+  return {
+    lanes = lanes,
+    group = group,
+    consumer = consumer,
+    now = now,
+    taskBase = taskBase,
+    recordTtlMs = recordTtlMs,
+    replies = {},
+    acks = { {}, {}, {} },
+    stats = {},
+    status = {},
+  }
+end

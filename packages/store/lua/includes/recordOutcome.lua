@@ -1,0 +1,92 @@
+--- @include "@flotilla/broker/ownedBy"
+--- @include "@flotilla/broker/queueAck"
+--- @include "isTerminal"
+--- @include "hsetAll"
+--- @include "statusEvent"
+--- @include "cancelWaiting"
+--- @include "countStat"
+--- @include "settleEntry"
+-- Records one attempt's outcome (COMPLETED, FAILED, CANCELLED or RETRYING) on its task record and
+-- settles its entry. Fenced: only the holder of the current attempt of a RUNNING task may write,
+-- so a late or stale writer can never overwrite a terminal status nor resurrect a finished task.
+-- A RETRYING attempt of a task whose cancel was requested ends it CANCELLED instead.
+-- `release` '1': a RETRYING that hands the task back unfinished and uses up no retry.
+-- Adds to batch.settled { 'ok', status, deadLettered (0|1) } or { 'rejected', reason, currentStatus }.
+local function recordOutcome(batch, lane, entryId, name, attempt, target, result, errText, retryAt, release, reason, usage)
+  local key = batch.taskBase .. name
+  local settled = batch.settled
+  local function owned()
+    return entryId ~= '' and ownedBy(batch.lanes[lane], batch.group, entryId, batch.consumer)
+  end
+  local current, recorded, startedAt, cancelRequestedAt, cancelReason, taskId, agent, seq, log, retries =
+    unpack(redis.call('HMGET', key, 'status', 'attempt', 'startedAt', 'cancelRequestedAt', 'cancelReason', 'taskId',
+      'agent', 'seq', 'log', 'retries'))
+  if not current then
+    if owned() then
+      queueAck(batch, lane, entryId)
+    end
+    settled[#settled + 1] = { 'rejected', 'missing', '' }
+    return
+  end
+  if current == target and recorded == attempt then
+    -- The same outcome of the same attempt again: a resend after a lost reply.
+    local dead = 0
+    if owned() then
+      dead = settleEntry(batch, lane, entryId, name, taskId, target, attempt, errText, retryAt, reason)
+    end
+    settled[#settled + 1] = { 'ok', current, dead }
+    return
+  end
+  if isTerminal(current) then
+    if owned() then
+      queueAck(batch, lane, entryId)
+    end
+    settled[#settled + 1] = { 'rejected', 'terminal', current }
+    return
+  end
+  if current ~= 'RUNNING' or recorded ~= attempt then
+    settled[#settled + 1] = { 'rejected', 'stale', current }
+    return
+  end
+  local durationMs = batch.now - tonumber(startedAt or batch.now)
+  if target == 'RETRYING' and cancelRequestedAt then
+    redis.call('HSET', key, 'durationMs', durationMs)
+    cancelWaiting(batch, key, taskId, attempt, agent, cancelReason or 'cancelled', seq, log)
+    queueAck(batch, lane, entryId)
+    settled[#settled + 1] = { 'ok', 'CANCELLED', 0 }
+    return
+  end
+  local fields = { 'status', target, 'durationMs', durationMs }
+  if result ~= '' then
+    fields[#fields + 1] = 'result'
+    fields[#fields + 1] = result
+  end
+  if usage ~= '' then
+    fields[#fields + 1] = 'usage'
+    fields[#fields + 1] = usage
+  end
+  local extra
+  if errText ~= '' then
+    fields[#fields + 1] = 'error'
+    fields[#fields + 1] = errText
+    extra = ',"error":' .. errText
+  end
+  if target == 'RETRYING' then
+    if release ~= '1' then
+      fields[#fields + 1] = 'retries'
+      fields[#fields + 1] = tonumber(retries or '0') + 1
+    end
+    fields[#fields + 1] = 'retryAt'
+    fields[#fields + 1] = retryAt
+  else
+    fields[#fields + 1] = 'completedAt'
+    fields[#fields + 1] = batch.now
+  end
+  hsetAll(key, fields, statusEvent(batch, target, taskId, attempt, agent, seq, log, extra, result))
+  if isTerminal(target) then
+    redis.call('PEXPIRE', key, batch.recordTtlMs)
+  end
+  local dead = settleEntry(batch, lane, entryId, name, taskId, target, attempt, errText, retryAt, reason)
+  countStat(batch, string.lower(target))
+  settled[#settled + 1] = { 'ok', target, dead }
+end

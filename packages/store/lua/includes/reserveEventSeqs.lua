@@ -1,0 +1,37 @@
+-- Numbers a batch of `count` events of a task, fenced: only while the task is RUNNING as `attempt`
+-- ('*': whichever attempt runs, for producers that outlive attempts, such as Temporal activities).
+-- `batchId` makes a resend harmless:
+--   '<attempt>:<n>' (increasing per publisher): a batch already written is not written again;
+--   'scope=<name>:<index of the first event>': the scope's events are numbered from 1, and those
+--   already published under it (its high-water mark, field hw:<name>) are dropped, so a retried
+--   producer does not repeat what readers already saw.
+-- Returns -1 when fenced out; else the record's seq before the batch and how many leading events
+-- of the batch to drop (count when there is nothing to write). Writes the new seq and the batch's
+-- bookkeeping in one HSET.
+local function reserveEventSeqs(key, attempt, batchId, count)
+  local status, running, lastBatch, seq = unpack(redis.call('HMGET', key, 'status', 'attempt', 'lastBatch', 'seq'))
+  if status ~= 'RUNNING' or (attempt ~= '*' and running ~= attempt) then
+    return -1, 0
+  end
+  local before = tonumber(seq or '0')
+  local skip = 0
+  local field, mark
+  local scope, first = string.match(batchId, '^scope=(.+):(%d+)$')
+  if scope then
+    field = 'hw:' .. scope
+    local high = tonumber(redis.call('HGET', key, field) or '0')
+    first = tonumber(first)
+    skip = math.min(count, math.max(0, high - first + 1))
+    mark = math.max(high, first + count - 1)
+  else
+    if lastBatch == batchId then
+      return before, count
+    end
+    field, mark = 'lastBatch', batchId
+  end
+  if skip == count then
+    return before, count
+  end
+  redis.call('HSET', key, 'seq', before + count - skip, field, mark)
+  return before, skip
+end

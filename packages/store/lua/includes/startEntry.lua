@@ -1,0 +1,89 @@
+--- @include "@flotilla/broker/queueAck"
+--- @include "isTerminal"
+--- @include "hsetAll"
+--- @include "jsonString"
+--- @include "statusEvent"
+--- @include "cancelWaiting"
+--- @include "countStat"
+--- @include "countWait"
+-- Starts the task of a claimed entry. Every start is a delivery and gets a new attempt number,
+-- which fences out whoever ran the task before. Entries that must not run are settled here: a
+-- finished task's entry, a second entry of a task running under a live lease and a task whose
+-- cancel was stored while it waited are acknowledged (see finish). A missing record and the
+-- delivery limit go back to the worker, which dead-letters the entry with the reason.
+-- Replay-safe: a resent start of the same entry by the same worker gets its attempt back.
+-- `reclaimed`: the entry came back after its lease lapsed, so a RUNNING task is taken over.
+-- Adds one reply to batch.replies:
+--   { 'run', lane, entryId, name, attempt, payload, timeoutMs, detailed, metadata, agent, retries,
+--     maxRetries, backoff, waitedMs, trace }
+--   { 'skip', lane, entryId, name, reason ('terminal' | 'running' | 'cancelled'), status }
+--   { 'dead', lane, entryId, name, attempts, lastError }
+--   { 'missing', lane, entryId, name }
+local function startEntry(batch, lane, entryId, name, reclaimed)
+  local key = batch.taskBase .. name
+  local status, attempts, cancelRequestedAt, createdAt, agent, payload, cancelReason, timeoutMs, detailed, waitMs,
+    metadata, maxDeliveries, workerId, lastError, retries, maxRetries, backoff, heldEntryId, seq, log,
+    deliveriesBase, taskId, trace = unpack(redis.call('HMGET', key, 'status', 'attempt', 'cancelRequestedAt',
+      'createdAt', 'agent', 'payload', 'cancelReason', 'timeoutMs', 'detailed', 'waitMs', 'metadata', 'maxDeliveries',
+      'workerId', 'error', 'retries', 'maxRetries', 'backoff', 'entryId', 'seq', 'log', 'deliveriesBase', 'taskId',
+      'trace'))
+  local replies = batch.replies
+  local now = batch.now
+  if not status then
+    replies[#replies + 1] = { 'missing', lane, entryId, name }
+    return
+  end
+  if isTerminal(status) then
+    queueAck(batch, lane, entryId)
+    replies[#replies + 1] = { 'skip', lane, entryId, name, 'terminal', status }
+    return
+  end
+  local function run(attempt)
+    local waitedMs = now - tonumber(createdAt or now)
+    replies[#replies + 1] = { 'run', lane, entryId, name, attempt, payload, timeoutMs or '', detailed or '0',
+      metadata or '{}', agent, retries or '0', maxRetries or '0', backoff or '', waitedMs, trace or '' }
+  end
+  if status == 'RUNNING' and not reclaimed then
+    if workerId == batch.consumer and heldEntryId == entryId then
+      run(tonumber(attempts))
+    else
+      -- A second entry for a task that is running under a live lease.
+      queueAck(batch, lane, entryId)
+      replies[#replies + 1] = { 'skip', lane, entryId, name, 'running', status }
+    end
+    return
+  end
+  local started = tonumber(attempts or '0')
+  if cancelRequestedAt then
+    -- Cancel was stored while it waited (or its worker died): end it here, never run it.
+    cancelWaiting(batch, key, taskId, started, agent, cancelReason or 'cancelled', seq, log)
+    queueAck(batch, lane, entryId)
+    replies[#replies + 1] = { 'skip', lane, entryId, name, 'cancelled', 'CANCELLED' }
+    return
+  end
+  local limit = tonumber(maxDeliveries or '0')
+  if limit > 0 and started - tonumber(deliveriesBase or '0') >= limit then
+    local errText = cjson.encode({ message = 'gave up after ' .. started .. ' deliveries (maxDeliveries ' ..
+      limit .. ')', code = 'DELIVERY_LIMIT' })
+    hsetAll(key, { 'status', 'FAILED', 'completedAt', now, 'error', errText },
+      statusEvent(batch, 'FAILED', taskId, started, agent, seq, log, ',"error":' .. errText))
+    redis.call('PEXPIRE', key, batch.recordTtlMs)
+    countStat(batch, 'failed')
+    replies[#replies + 1] = { 'dead', lane, entryId, name, started, lastError or '' }
+    return
+  end
+  local attempt = started + 1
+  local fields = { 'status', 'RUNNING', 'attempt', attempt, 'workerId', batch.consumer, 'startedAt', now, 'entryId', entryId }
+  if not waitMs then
+    local waited = now - tonumber(createdAt)
+    fields[#fields + 1] = 'waitMs'
+    fields[#fields + 1] = waited
+    countWait(batch, waited)
+  end
+  local extra = ',"workerId":' .. jsonString(batch.consumer)
+  if status == 'RUNNING' then
+    extra = extra .. ',"takenOverFrom":' .. jsonString(workerId or '')
+  end
+  hsetAll(key, fields, statusEvent(batch, 'RUNNING', taskId, attempt, agent, seq, log, extra))
+  run(attempt)
+end

@@ -1,0 +1,39 @@
+--[[
+  Sends a dead-lettered task back to its lane for another run, in one step: the FAILED record
+  returns to PENDING (retries reset, a fresh delivery allowance, its events start afresh while seq
+  carries on), the dead letter is deleted and a new entry is added.
+
+  Input:
+    KEYS[1] task record
+    KEYS[2] task event stream
+    KEYS[3] lane
+    KEYS[4] dead letters
+    ARGV[1] dead letter id
+    ARGV[2] task name
+
+  Returns:
+    { 'ok' }; { 'gone' } (no such dead letter); { 'refused', status } (the task is not FAILED)
+]]
+--- @include "@flotilla/broker/enqueueEntry"
+--- @include "@flotilla/broker/removeDeadLetter"
+local record, stream, lane, deadLetters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local deadLetterId, name = ARGV[1], ARGV[2]
+local status, attempt = unpack(redis.call('HMGET', record, 'status', 'attempt'))
+if not status then
+  return { 'refused', '' }
+end
+if status ~= 'FAILED' and status ~= 'PENDING' then
+  return { 'refused', status }
+end
+if removeDeadLetter(deadLetters, deadLetterId) == 0 then
+  -- PENDING: re-queued already (this is a resend, or another caller was first).
+  return { status == 'PENDING' and 'ok' or 'gone' }
+end
+if status == 'FAILED' then
+  redis.call('HDEL', record, 'error', 'result', 'completedAt', 'durationMs', 'retryAt', 'log')
+  redis.call('HSET', record, 'status', 'PENDING', 'retries', 0, 'deliveriesBase', attempt or 0)
+  redis.call('DEL', stream)
+  redis.call('PERSIST', record)
+end
+enqueueEntry(lane, name)
+return { 'ok' }

@@ -1,0 +1,58 @@
+--[[
+  Workers end attempts in batches: each outcome (COMPLETED, FAILED, CANCELLED or RETRYING) is
+  written to its task record (fenced on its attempt) and its queue entry settled, all in one step:
+  acknowledged, moved to the delayed set for a retry, or dead-lettered. The entries of a batch are
+  acknowledged and deleted with one XACK and one XDEL per lane.
+  Then, with a claim count, it claims and starts that many new entries for the freed slots (as
+  claim-5.lua does), so a busy worker makes one round trip per batch: finish these, start the next.
+
+  Input:
+    KEYS[1] lane high
+    KEYS[2] lane normal
+    KEYS[3] lane low
+    KEYS[4] delayed high
+    KEYS[5] delayed normal
+    KEYS[6] delayed low
+    KEYS[7] dead letters
+    KEYS[8] claim marker (unique to this call)
+    KEYS[9] statistics bucket
+    ARGV[1] consumer group
+    ARGV[2] consumer
+    ARGV[3] now (ms)
+    ARGV[4] task key base
+    ARGV[5] recordTtlMs
+    ARGV[6] status channel
+    ARGV[7] dead letters kept (approximate trim)
+    ARGV[8] claim count (0: claim nothing)
+    ARGV[9] lane order for the claim
+    ARGV[10..] per outcome (11): lane, entryId, name, attempt, status, result, errorJson, retryAt,
+      release, deadReason, usage
+      (entryId '' when there is no entry to settle; release 1: a RETRYING that hands the task back
+      unfinished and uses up no retry; usage: JSON token totals of the attempt)
+
+  Returns:
+    { outcomes, started }: per outcome { 'ok', status, deadLettered (0|1) } or
+    { 'rejected', reason ('missing' | 'terminal' | 'stale'), currentStatus }; per claimed entry a
+    reply as in includes/startEntry.lua
+]]
+--- @include "newBatch"
+--- @include "recordOutcome"
+--- @include "startNewEntries"
+--- @include "finish"
+local WIDTH = 11
+local group, consumer, now, taskBase, recordTtlMs, statusChannel, deadLetterMaxLen, claimCount, order = unpack(ARGV, 1, 9)
+local batch = newBatch({ KEYS[1], KEYS[2], KEYS[3] }, group, consumer, tonumber(now), taskBase, recordTtlMs)
+batch.delayed = { KEYS[4], KEYS[5], KEYS[6] }
+batch.deadLetters = KEYS[7]
+batch.deadLetterMaxLen = deadLetterMaxLen
+batch.settled = {}
+for i = 10, #ARGV, WIDTH do
+  local lane, entryId, name, attempt, status, result, errorJson, retryAt, release, deadReason, usage = unpack(ARGV, i, i + WIDTH - 1)
+  recordOutcome(batch, tonumber(lane), entryId, name, attempt, status, result, errorJson, retryAt, release, deadReason,
+    usage)
+end
+if tonumber(claimCount) > 0 then
+  startNewEntries(batch, tonumber(claimCount), order, KEYS[8])
+end
+finish(batch, KEYS[9], statusChannel)
+return { batch.settled, batch.replies }

@@ -1,0 +1,34 @@
+--[[
+  Starts the tasks of entries this consumer already holds: read by a blocking XREADGROUP, or
+  reclaimed after their lease lapsed with a previous holder, who may be dead or frozen (then a
+  RUNNING task is taken over).
+
+  Input:
+    KEYS[1] lane high
+    KEYS[2] lane normal
+    KEYS[3] lane low
+    KEYS[4] statistics bucket
+    ARGV[1] consumer group
+    ARGV[2] consumer
+    ARGV[3] now (ms)
+    ARGV[4] task key base
+    ARGV[5] recordTtlMs
+    ARGV[6] status channel
+    ARGV[7] reclaimed (0 | 1)
+    ARGV[8..] per entry (3): lane, entryId, name
+
+  Returns:
+    one reply per entry (see includes/startEntry.lua)
+]]
+--- @include "newBatch"
+--- @include "startEntry"
+--- @include "finish"
+local WIDTH = 3
+local group, consumer, now, taskBase, recordTtlMs, statusChannel, reclaimed = unpack(ARGV, 1, 7)
+local batch = newBatch({ KEYS[1], KEYS[2], KEYS[3] }, group, consumer, tonumber(now), taskBase, recordTtlMs)
+for i = 8, #ARGV, WIDTH do
+  local lane, entryId, name = unpack(ARGV, i, i + WIDTH - 1)
+  startEntry(batch, tonumber(lane), entryId, name, reclaimed == '1')
+end
+finish(batch, KEYS[4], statusChannel)
+return batch.replies

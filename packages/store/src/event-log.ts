@@ -1,0 +1,83 @@
+import type { Keys, Retention } from "@flotilla/core";
+import type { MessageListener, SubscriberHub, Unsubscribe } from "@flotilla/core/redis";
+import type { Redis } from "ioredis";
+import { scripts } from "./scripts.ts";
+
+/**
+ * A task's events as the store keeps them: its status events in its record (`log`), the rest in its
+ * event stream (one entry per published batch), each announced on a channel — the status channel of
+ * its queue, its own events channel. `@flotilla/events` gives them their types; this is the storage.
+ */
+
+export interface AppendEvents {
+  taskId: string;
+  /** The attempt the events belong to; `"*"` for whichever attempt runs (a Temporal activity). */
+  attempt: number | "*";
+  /** Makes a resend harmless: `<attempt>:<n>` increasing per publisher, or `scope=<name>:<first index>`. */
+  batchId: string;
+  /** JSON objects without `seq`, which the store numbers. */
+  bodies: readonly string[];
+}
+
+/**
+ * Appends a batch of a task's events (other than status changes) in one script call; returns the
+ * last seq written, or -1 when the task no longer runs as that attempt (finished, cancelled or
+ * taken over): the producer must stop.
+ */
+export async function appendEvents(redis: Redis, keys: Keys, retention: Retention, batch: AppendEvents): Promise<number> {
+  const { taskId } = batch;
+  return (await scripts.publish.run(
+    redis,
+    [keys.task(taskId), keys.events(taskId), keys.eventsChannel(taskId)],
+    [batch.attempt, retention.eventMaxLen, retention.eventTtlMs, batch.batchId, ...batch.bodies],
+  )) as number;
+}
+
+/** Defines the event-log script on a connection (so pipelines made later can queue it). */
+export function installEventLog(redis: Redis): void {
+  scripts.publish.install(redis);
+}
+
+/** What `readTaskLog` returns: raw JSON, for `@flotilla/events` to parse. */
+export interface TaskLog {
+  /** The record's status, or null when it does not exist. */
+  status: string | null;
+  /** Its status events, comma-joined JSON objects (null: none). */
+  statusLog: string | null;
+  /** JSON of its result, put back on the `completed` event by readers. */
+  result: string | null;
+  /** Event stream entries after the asked seq: [id, JSON array of events], in order. */
+  batches: Array<[id: string, json: string]>;
+  /** Whether more stream entries may follow the last one (a full page). */
+  more: boolean;
+}
+
+/** Reads a task's status log and its first page of stream entries after `after`, in one round trip. */
+export async function readTaskLog(redis: Redis, keys: Keys, taskId: string, after: number, pageSize: number): Promise<TaskLog> {
+  const replies =
+    (await redis
+      .pipeline()
+      .hmget(keys.task(taskId), "status", "log", "result")
+      .xrange(keys.events(taskId), `(0-${after}`, "+", "COUNT", pageSize)
+      .exec()) ?? [];
+  for (const [err] of replies) if (err) throw err;
+  const [status = null, statusLog = null, result = null] = replies[0]![1] as Array<string | null>;
+  const rows = replies[1]![1] as Array<[string, string[]]>;
+  return { status, statusLog, result, batches: rows.map(([id, fields]) => [id, fields[1] ?? "null"]), more: rows.length === pageSize };
+}
+
+/** The next page of a task's stream entries after entry `afterId`. */
+export async function readTaskLogPage(redis: Redis, keys: Keys, taskId: string, afterId: string, pageSize: number): Promise<TaskLog["batches"]> {
+  const rows = await redis.xrange(keys.events(taskId), `(${afterId}`, "+", "COUNT", pageSize);
+  return rows.map(([id, fields]) => [id, fields[1] ?? "null"]);
+}
+
+/** Subscribes to the status events of every task of a queue (JSON arrays, one message per script call). */
+export function subscribeStatus(hub: SubscriberHub, keys: Keys, queue: string, listener: MessageListener): Promise<Unsubscribe> {
+  return hub.subscribe(keys.statusChannel(queue), listener);
+}
+
+/** Subscribes to a task's other events, live (JSON arrays, one message per published batch). */
+export function subscribeTaskEvents(hub: SubscriberHub, keys: Keys, taskId: string, listener: MessageListener): Promise<Unsubscribe> {
+  return hub.subscribe(keys.eventsChannel(taskId), listener);
+}

@@ -1,0 +1,29 @@
+import type { Keys } from "@flotilla/core";
+import type { Redis } from "ioredis";
+
+/** Other packages read record fields only through these (and TaskStore's get / getMany). */
+
+/** The number of the attempt running (or that last ran) a task; 0 when it never started or does not exist. */
+export async function readAttempt(redis: Redis, keys: Keys, taskId: string): Promise<number> {
+  return Number((await redis.hget(keys.task(taskId), "attempt")) ?? 0);
+}
+
+/** The stored cancel requests of some tasks: task id → reason, for those that have one. */
+export async function readCancelRequests(redis: Redis, keys: Keys, taskIds: readonly string[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  if (taskIds.length === 0) return out;
+  const pipeline = redis.pipeline();
+  for (const id of taskIds) pipeline.hmget(keys.task(id), "cancelRequestedAt", "cancelReason");
+  const replies = (await pipeline.exec()) ?? [];
+  replies.forEach(([err, value], i) => {
+    if (err) throw err;
+    const [at, reason] = (value ?? []) as Array<string | null>;
+    if (at) out.set(taskIds[i]!, reason ?? "cancelled");
+  });
+  return out;
+}
+
+/** Every queue a task was submitted to, sorted (the registry that listing across queues reads). */
+export async function listQueues(redis: Redis, keys: Keys): Promise<string[]> {
+  return (await redis.smembers(keys.queues())).sort();
+}

@@ -1,0 +1,142 @@
+import { laneOf } from "@flotilla/broker";
+import {
+  type Backoff,
+  BackoffSchema,
+  type Priority,
+  parseJsonOr,
+  type TaskError,
+  TaskErrorSchema,
+  type TaskStatus,
+  TaskStatusSchema,
+  type TokenUsage,
+  taskIdOf,
+} from "@flotilla/core";
+import { decodeRow, RUN_REPLY_FIELDS } from "./script-fields.ts";
+
+/** What a worker needs to run a started task. */
+export interface RunnableTask {
+  attempt: number;
+  /** JSON of `{ agent, input }`, to be validated by the caller. */
+  payload: string;
+  timeoutMs: number | undefined;
+  detailed: boolean;
+  /** JSON object given at submit. */
+  metadata: string;
+  /** The agent's name as recorded at submit. */
+  agent: string;
+  retries: number;
+  maxRetries: number;
+  backoff: Backoff | undefined;
+  /** How long the task had waited since it was created, in ms. */
+  waitedMs: number;
+  /** The submit's trace context (JSON), if it was traced. */
+  trace: string | undefined;
+}
+
+interface EntryRef {
+  priority: Priority;
+  entryId: string;
+}
+
+/** What starting one claimed entry came to. Skipped entries were settled by the script already. */
+export type StartReply = EntryRef &
+  (
+    | ({ kind: "run"; taskId: string } & RunnableTask)
+    | { kind: "skip"; taskId: string; reason: "terminal" | "running" | "cancelled"; status: TaskStatus | undefined }
+    | { kind: "missing"; taskId: string }
+    | { kind: "dead"; taskId: string; attempts: number; lastError: TaskError | undefined }
+    | { kind: "malformed"; fields: Record<string, string> | null }
+  );
+
+export interface FinishInput {
+  attempt: number;
+  status: "COMPLETED" | "FAILED" | "CANCELLED" | "RETRYING";
+  agent: string;
+  result?: unknown;
+  error?: TaskError | undefined;
+  /** With RETRYING: when the next attempt is due. */
+  retryAt?: number | undefined;
+  /** With RETRYING: the task is handed back unfinished (worker shutdown) and uses up no retry. */
+  release?: boolean | undefined;
+  /** The attempt's token totals, kept on the record. */
+  usage?: TokenUsage | undefined;
+}
+
+/** An attempt's outcome with the queue entry to settle: acknowledged, delayed for a retry, or dead-lettered. */
+export interface SettleInput extends FinishInput {
+  taskId: string;
+  priority: Priority;
+  /** "" when there is no entry to settle. */
+  entryId: string;
+  /** With FAILED: the dead letter's reason. */
+  deadReason?: string | undefined;
+}
+
+export type FinishOutcome =
+  | { ok: true; status: TaskStatus; deadLettered: boolean }
+  | { ok: false; reason: "missing" | "terminal" | "stale"; status: TaskStatus | undefined };
+
+export const optStatus = (s: unknown): TaskStatus | undefined => {
+  const parsed = TaskStatusSchema.safeParse(s);
+  return parsed.success ? parsed.data : undefined;
+};
+
+function parseBackoff(text: string): Backoff | undefined {
+  if (!text) return undefined;
+  const parsed = BackoffSchema.safeParse(parseJsonOr(text, null));
+  return parsed.success ? parsed.data : undefined;
+}
+
+function parseRun(queue: string, r: readonly unknown[]): StartReply {
+  const f = decodeRow(RUN_REPLY_FIELDS, r, 1);
+  return {
+    kind: "run",
+    priority: laneOf(f.lane),
+    entryId: f.entryId,
+    taskId: taskIdOf(queue, f.name),
+    attempt: Number(f.attempt),
+    payload: f.payload,
+    timeoutMs: f.timeoutMs ? Number(f.timeoutMs) : undefined,
+    detailed: f.detailed === "1",
+    metadata: f.metadata || "{}",
+    agent: f.agent,
+    retries: Number(f.retries || 0),
+    maxRetries: Number(f.maxRetries || 0),
+    backoff: parseBackoff(f.backoff),
+    waitedMs: Number(f.waitedMs || 0),
+    trace: f.trace || undefined,
+  };
+}
+
+/** Reads the replies of the start, claim and settle scripts (see includes/startEntry.lua). */
+export function parseStartReplies(queue: string, reply: unknown): StartReply[] {
+  return (reply as unknown[][]).map((r) => {
+    if (r[0] === "run") return parseRun(queue, r);
+    const priority = laneOf(r[1]);
+    const entryId = String(r[2]);
+    const taskId = taskIdOf(queue, String(r[3] ?? ""));
+    switch (r[0]) {
+      case "skip":
+        return { kind: "skip", priority, entryId, taskId, reason: r[4] as "terminal", status: optStatus(r[5]) };
+      case "dead": {
+        const lastError = TaskErrorSchema.safeParse(parseJsonOr(r[5] as string, null));
+        return { kind: "dead", priority, entryId, taskId, attempts: Number(r[4]), lastError: lastError.success ? lastError.data : undefined };
+      }
+      case "missing":
+        return { kind: "missing", priority, entryId, taskId };
+      default: {
+        const pairs = r.slice(3).map(String);
+        const fields: Record<string, string> = {};
+        for (let i = 0; i + 1 < pairs.length; i += 2) fields[pairs[i]!] = pairs[i + 1]!;
+        return { kind: "malformed", priority, entryId, fields: pairs.length ? fields : null };
+      }
+    }
+  });
+}
+
+/** Reads one outcome of settle-9.lua. */
+export function parseFinish(reply: unknown): FinishOutcome {
+  const r = reply as unknown[];
+  if (r[0] === "ok") return { ok: true, status: optStatus(r[1])!, deadLettered: Number(r[2]) === 1 };
+  return { ok: false, reason: r[1] as "stale", status: optStatus(r[2]) };
+}

@@ -1,0 +1,12 @@
+import { LuaScript } from "@flotilla/core/redis";
+import * as lua from "./generated/lua.ts";
+
+/** The store's scripts (lua/), built with their includes expanded. */
+export const scripts = {
+  create: new LuaScript(lua.create),
+  claim: new LuaScript(lua.claim),
+  start: new LuaScript(lua.start),
+  settle: new LuaScript(lua.settle),
+  requeue: new LuaScript(lua.requeue),
+  publish: new LuaScript(lua.publish),
+} as const;

@@ -1,0 +1,273 @@
+import { CorruptRecordError, createKeys, DEFAULT_RETENTION } from "@flotilla/core";
+import { cleanupPrefix, testPrefix, testRedis } from "@flotilla/tooling/test-utils";
+import { afterAll, describe, expect, it } from "vitest";
+import { parseTaskRecord } from "../src/record.ts";
+import type { NewTask } from "../src/task-store.ts";
+import { TestTaskStore } from "../src/testing.ts";
+
+const redis = testRedis();
+const prefix = testPrefix("store");
+const keys = createKeys(prefix);
+const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
+/** The status events a task's record keeps. */
+const statusLog = async (taskId: string) => JSON.parse(`[${(await redis.hget(keys.task(taskId), "log")) ?? ""}]`) as Array<Record<string, unknown>>;
+afterAll(async () => {
+  await cleanupPrefix(redis, prefix);
+  await redis.quit();
+});
+
+let n = 0;
+const task = (over: Partial<NewTask> = {}): NewTask => ({
+  taskId: `q/t${++n}`,
+  queue: "q",
+  agent: "a",
+  payload: "{}",
+  createdAt: Date.now() + n,
+  detailed: false,
+  maxRetries: 0,
+  metadata: {},
+  ...over,
+});
+
+describe("TaskStore", () => {
+  it("creates PENDING records and refuses a taken id", async () => {
+    const t = task();
+    expect(await store.create(t)).toBe(true);
+    expect(await store.create(t)).toBe(false);
+    expect(await store.get(t.taskId)).toMatchObject({ status: "PENDING", attempt: 0, queue: "q" });
+    // A waiting task is kept until it runs; its entry is in its lane.
+    expect(await redis.pttl(keys.task(t.taskId))).toBe(-1);
+    expect(await redis.xlen(keys.queue("q"))).toBeGreaterThan(0);
+  });
+
+  it("never lets a late writer overwrite a terminal status or resurrect the task", async () => {
+    const t = task();
+    await store.create(t);
+    const start = await store.start(t.taskId, "w1");
+    expect(start).toMatchObject({ kind: "run", attempt: 1 });
+    expect(await store.finish(t.taskId, { attempt: 1, status: "COMPLETED", agent: "a", result: 42 })).toEqual({
+      ok: true,
+      status: "COMPLETED",
+      deadLettered: false,
+    });
+    // The same worker, a second time, with another outcome:
+    expect(await store.finish(t.taskId, { attempt: 1, status: "FAILED", agent: "a", error: { message: "late", code: "X" } })).toEqual({
+      ok: false,
+      reason: "terminal",
+      status: "COMPLETED",
+    });
+    // Another worker claiming it again:
+    expect(await store.start(t.taskId, "w2")).toMatchObject({ kind: "skip", reason: "terminal", status: "COMPLETED" });
+    const record = await store.get(t.taskId);
+    expect(record).toMatchObject({ status: "COMPLETED", result: 42, attempt: 1, workerId: "w1" });
+    expect(record?.error).toBeUndefined();
+    // Finished records expire after the record TTL.
+    const ttl = await redis.pttl(keys.task(t.taskId));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(DEFAULT_RETENTION.recordTtlMs);
+  });
+
+  it("rejects a stale attempt while another attempt runs", async () => {
+    const t = task();
+    await store.create(t);
+    await store.start(t.taskId, "w1");
+    expect(await store.finish(t.taskId, { attempt: 2, status: "COMPLETED", agent: "a" })).toMatchObject({ ok: false, reason: "stale" });
+    expect(await store.start(t.taskId, "w2")).toMatchObject({ kind: "skip", reason: "running" });
+  });
+
+  it("writes the terminal status event last, with the result", async () => {
+    const t = task();
+    await store.create(t);
+    await store.start(t.taskId, "w1");
+    await store.finish(t.taskId, { attempt: 1, status: "FAILED", agent: "a", error: { message: "boom", code: "AGENT_ERROR" } });
+    const events = await statusLog(t.taskId);
+    expect(events.map((e) => [e.seq, e.status])).toEqual([
+      [1, "running"],
+      [2, "failed"],
+    ]);
+    expect(events[1]!.error).toEqual({ message: "boom", code: "AGENT_ERROR" });
+    // Status events live in the record: no event stream is made for them.
+    expect(await redis.exists(keys.events(t.taskId))).toBe(0);
+  });
+
+  it("says missing for unknown ids", async () => {
+    expect(await store.start("q/nope", "w")).toMatchObject({ kind: "skip", reason: "missing" });
+    expect(await store.finish("q/nope", { attempt: 1, status: "COMPLETED", agent: "a" })).toMatchObject({ ok: false, reason: "missing" });
+    expect(await store.get("q/nope")).toBeUndefined();
+  });
+
+  it("lists newest first with filters and cursors, dropping expired ids", async () => {
+    const p2 = testPrefix("store-list");
+    const k2 = createKeys(p2);
+    const s2 = new TestTaskStore(redis, k2, DEFAULT_RETENTION);
+    const base = Date.now();
+    const ids: string[] = [];
+    await s2.registerQueue("odd");
+    await s2.registerQueue("even");
+    for (let i = 0; i < 25; i++) {
+      const queue = i % 2 ? "odd" : "even";
+      const t = task({ createdAt: base + Math.floor(i / 5), queue, taskId: `${queue}/t${++n}` });
+      ids.push(t.taskId);
+      await s2.create(t);
+    }
+    await redis.del(k2.task(ids[24]!)); // expired
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await s2.list({ limit: 7, cursor });
+      seen.push(...page.tasks.map((t) => t.taskId));
+      cursor = page.nextCursor;
+    } while (cursor);
+    const expected = ids
+      .slice(0, 24)
+      .map((id, i) => ({ id, at: base + Math.floor(i / 5) }))
+      .sort((a, b) => b.at - a.at || (a.id < b.id ? 1 : -1))
+      .map((x) => x.id);
+    expect(seen).toEqual(expected);
+    expect(await redis.zscore(k2.taskIndex("even"), ids[24]!.slice("even/".length))).toBeNull();
+    const odd = await s2.list({ queue: "odd", limit: 100 });
+    expect(odd.tasks.every((t) => t.queue === "odd")).toBe(true);
+    expect(odd.tasks).toHaveLength(12);
+    const running = await s2.list({ status: "RUNNING" });
+    expect(running.tasks).toHaveLength(0);
+    await cleanupPrefix(redis, p2);
+  });
+});
+
+describe("TaskStore under resent commands (a reply lost to a dropped connection)", () => {
+  it("gives a worker resending its start the same attempt, not a second one", async () => {
+    const t = task();
+    await store.create(t);
+    const first = await store.start(t.taskId, "w1", { entryId: "1-1" });
+    expect(first).toMatchObject({ kind: "run", attempt: 1 });
+    expect(await store.start(t.taskId, "w1", { entryId: "1-1" })).toMatchObject({ kind: "run", attempt: 1 });
+    // Anyone else, or another entry, still sees a running task.
+    expect(await store.start(t.taskId, "w2", { entryId: "1-1" })).toMatchObject({ kind: "skip", reason: "running" });
+    expect(await store.start(t.taskId, "w1", { entryId: "2-1" })).toMatchObject({ kind: "skip", reason: "running" });
+    expect(await statusLog(t.taskId)).toHaveLength(1);
+  });
+
+  it("accepts the same outcome of the same attempt twice, and only that", async () => {
+    const t = task();
+    await store.create(t);
+    await store.start(t.taskId, "w1", { entryId: "1-1" });
+    const done = { attempt: 1, status: "COMPLETED" as const, agent: "a", result: 1 };
+    expect(await store.finish(t.taskId, done)).toMatchObject({ ok: true });
+    expect(await store.finish(t.taskId, done)).toMatchObject({ ok: true, status: "COMPLETED" });
+    expect(await store.finish(t.taskId, { ...done, status: "FAILED" })).toMatchObject({ ok: false, reason: "terminal" });
+    expect((await statusLog(t.taskId)).map((e) => e.status)).toEqual(["running", "completed"]);
+  });
+
+  it("treats a resent create of the same submit as created, and another submit of the id as a duplicate", async () => {
+    const t = task({ submitId: "submit-1" });
+    expect(await store.create(t)).toBe(true);
+    expect(await store.create(t)).toBe(true);
+    expect(await store.create({ ...t, submitId: "submit-2" })).toBe(false);
+  });
+});
+
+describe("TaskStore batches", () => {
+  it("creates and enqueues a batch in one call, and a resent batch writes nothing twice", async () => {
+    const batch = Array.from({ length: 5 }, () => task({ queue: "b1", taskId: `b1/t${++n}` }));
+    expect(await store.createMany("b1", batch, "batch-1")).toEqual([true, true, true, true, true]);
+    expect(await store.createMany("b1", batch, "batch-1")).toEqual([true, true, true, true, true]);
+    expect(await redis.xlen(keys.queue("b1"))).toBe(5);
+    expect(await redis.zcard(keys.taskIndex("b1"))).toBe(5);
+    // A scheduled task waits in its lane's delayed set instead.
+    await store.createMany("b1", [task({ queue: "b1", taskId: `b1/t${++n}`, runAt: Date.now() + 60_000, priority: "high" })]);
+    expect(await redis.zcard(keys.delayed("b1", "high"))).toBe(1);
+    expect(await redis.xlen(keys.queue("b1"))).toBe(5);
+  });
+
+  it("claims and starts a batch in one call, then settles its outcomes and entries in one call", async () => {
+    await redis.xgroup("CREATE", keys.queue("b2"), "flotilla", "0", "MKSTREAM");
+    await redis.xgroup("CREATE", keys.lane("b2", "high"), "flotilla", "0", "MKSTREAM");
+    await redis.xgroup("CREATE", keys.lane("b2", "low"), "flotilla", "0", "MKSTREAM");
+    const tasks = Array.from({ length: 4 }, (_, i) => task({ queue: "b2", taskId: `b2/t${++n}`, priority: i === 3 ? "high" : "normal" }));
+    await store.createMany("b2", tasks);
+    await redis.xadd(keys.queue("b2"), "*", "junk", "1");
+    const replies = await store.claim("b2", "w1", 10);
+    // Strict priority: the high one first; the malformed entry comes back for dead-lettering.
+    expect(replies.map((r) => r.kind)).toEqual(["run", "run", "run", "run", "malformed"]);
+    expect(replies[0]).toMatchObject({ kind: "run", taskId: tasks[3]!.taskId, priority: "high", attempt: 1 });
+    const runs = replies.filter((r) => r.kind === "run");
+    const { outcomes } = await store.settle(
+      "b2",
+      "w1",
+      runs.map((r, i) => ({
+        taskId: r.taskId,
+        priority: r.priority,
+        entryId: r.entryId,
+        attempt: 1,
+        agent: "a",
+        ...(i === 0
+          ? { status: "FAILED" as const, error: { message: "boom", code: "AGENT_ERROR" }, deadReason: "failed: boom" }
+          : i === 1
+            ? { status: "RETRYING" as const, retryAt: Date.now() + 60_000 }
+            : { status: "COMPLETED" as const, result: i }),
+      })),
+    );
+    expect(outcomes.map((o) => (o.ok ? [o.status, o.deadLettered] : o.reason))).toEqual([
+      ["FAILED", true],
+      ["RETRYING", false],
+      ["COMPLETED", false],
+      ["COMPLETED", false],
+    ]);
+    // Settled entries are acknowledged and deleted; only the malformed one is still pending.
+    expect(await redis.xlen(keys.lane("b2", "high"))).toBe(0);
+    expect(await redis.xlen(keys.queue("b2"))).toBe(1);
+    expect(((await redis.xpending(keys.queue("b2"), "flotilla")) as [number])[0]).toBe(1);
+    expect(await redis.zrange(keys.delayed("b2"), 0, -1)).toEqual([runs[1]!.taskId.slice(3)]);
+    const [letter] = await redis.xrange(keys.deadLetters("b2"), "-", "+");
+    expect(letter?.[1]).toContain("failed: boom");
+    // Every finished record has a TTL; the retrying one is kept until it runs again.
+    for (const r of runs.slice(2)) expect(await redis.pttl(keys.task(r.taskId))).toBeGreaterThan(0);
+    expect(await redis.pttl(keys.task(runs[1]!.taskId))).toBe(-1);
+  });
+
+  it("claims the next batch in the call that settles the last one, and a resent call starts the same entries", async () => {
+    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("b3", p), "flotilla", "0", "MKSTREAM");
+    const tasks = Array.from({ length: 4 }, () => task({ queue: "b3", taskId: `b3/t${++n}` }));
+    await store.createMany("b3", tasks);
+    const [first] = await store.claim("b3", "w1", 1);
+    if (first?.kind !== "run") throw new Error("not started");
+    const done = [{ taskId: first.taskId, priority: "normal" as const, entryId: first.entryId, attempt: 1, agent: "a", status: "COMPLETED" as const }];
+    const call = () => store.settle("b3", "w1", done, { claim: 2, batchId: "settle-1" });
+    const { outcomes, started } = await call();
+    expect(outcomes).toMatchObject([{ ok: true, status: "COMPLETED" }]);
+    const runs = started.map((r) => [r.kind, "taskId" in r && r.taskId, "attempt" in r && r.attempt]);
+    expect(runs).toEqual([
+      ["run", tasks[1]!.taskId, 1],
+      ["run", tasks[2]!.taskId, 1],
+    ]);
+    // Resent after a lost reply: the same outcome, the same two tasks with the same attempts, nothing new claimed.
+    const again = await call();
+    expect(again.outcomes).toMatchObject([{ ok: true, status: "COMPLETED" }]);
+    expect(again.started.map((r) => [r.kind, "taskId" in r && r.taskId, "attempt" in r && r.attempt])).toEqual(runs);
+    expect(await redis.xlen(keys.queue("b3"))).toBe(3);
+    expect(((await redis.xpending(keys.queue("b3"), "flotilla")) as [number])[0]).toBe(2);
+  });
+});
+
+describe("the task record", () => {
+  it("reads a record back with types, and reports a corrupt one", () => {
+    const record = parseTaskRecord(
+      {
+        taskId: "q/t",
+        queue: "q",
+        status: "COMPLETED",
+        agent: "a",
+        attempt: "1",
+        createdAt: "10",
+        detailed: "0",
+        metadata: "{}",
+        result: '{"ok":true}',
+        error: '{"message":"m","code":"C"}',
+      },
+      "q/t",
+    );
+    expect(record).toMatchObject({ attempt: 1, result: { ok: true }, detailed: false, error: { code: "C" } });
+    expect(parseTaskRecord({}, "t")).toBeUndefined();
+    expect(() => parseTaskRecord({ taskId: "q/t", status: "WEIRD" }, "t")).toThrow(CorruptRecordError);
+  });
+});

@@ -1,0 +1,11 @@
+export class LuaBuildError extends Error {}
+export interface BuiltScript {
+  name: string;
+  numberOfKeys: number;
+  lua: string;
+}
+export function checkInclude(path: string, text: string): void;
+export function checkHeader(path: string, text: string, keys: number): void;
+export function buildScripts(dir: string): BuiltScript[];
+export function buildPackage(dir: string): boolean;
+export function luaPackages(): string[];
