@@ -1,15 +1,6 @@
-export type LogFields = Record<string, unknown>;
+import type { LogFields, Logger } from "@flotilla/core";
 
-/** Structured logging; the worker app prints JSON lines, the library is silent by default. */
-export interface Logger {
-  debug(msg: string, fields?: LogFields): void;
-  info(msg: string, fields?: LogFields): void;
-  warn(msg: string, fields?: LogFields): void;
-  error(msg: string, fields?: LogFields): void;
-}
-
-const noop = () => {};
-export const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop };
+export { type LogFields, type Logger, silentLogger } from "@flotilla/core";
 
 /** One JSON object per line on stdout: `{"level","time","msg",...fields}`. */
 export function jsonLogger(base: LogFields = {}, level: "debug" | "info" | "warn" | "error" = "info"): Logger {

@@ -1,0 +1,210 @@
+import type { Lane } from "@flotilla/broker";
+import type { CancelListener } from "@flotilla/cancel";
+import {
+  type Backoff,
+  backoffDelay,
+  ErrorCodes,
+  isRetryable,
+  type JsonValue,
+  JsonValueSchema,
+  type Keys,
+  parseJsonOr,
+  parseStored,
+  type Retention,
+  type RunnableSpec,
+  type TaskError,
+  TaskPayloadSchema,
+  type TokenUsage,
+  toTaskError,
+} from "@flotilla/core";
+import { EventPublisher } from "@flotilla/events";
+import { extractTrace, type FlotillaMetrics, METRICS, SpanKind, withSpan } from "@flotilla/metrics";
+import type { FinishInput, StartReply } from "@flotilla/store";
+import { SpanStatusCode } from "@opentelemetry/api";
+import type { Redis } from "ioredis";
+import { z } from "zod";
+import { AbortReason } from "./abort-reason.ts";
+import type { Executor } from "./executor.ts";
+
+const MetadataSchema = z.record(z.string(), JsonValueSchema);
+const CarrierSchema = z.record(z.string(), z.string());
+
+export type RunReply = Extract<StartReply, { kind: "run" }>;
+
+/** What one attempt came to: the outcome to record (with its trace id), or nothing when it lost its claim. */
+export type AttemptResult = { outcome: FinishInput; traceId: string | undefined } | undefined;
+
+export interface AttemptDeps {
+  redis: Redis;
+  keys: Keys;
+  retention: Retention;
+  executor: Executor;
+  /** When set, the only agents this worker runs, by name. */
+  agents: ReadonlyMap<string, RunnableSpec> | undefined;
+  cancels: CancelListener;
+  metrics: FlotillaMetrics;
+  /** The worker's backoff, for tasks without their own. */
+  backoff: Backoff;
+  /** What a shutdown past the drain deadline does to a run (read when it happens). */
+  onDeadline: () => "release" | "cancel";
+  /** An attempt started running. */
+  started: (taskId: string, attempt: number) => void;
+}
+
+/**
+ * Runs one attempt of a started task: reads its payload and metadata, picks the agent, runs it
+ * through the executor under the task's timeout, cancel and lease (an abort decides the outcome by
+ * its reason), in a span that continues the submit's trace, and decides how it ends — completed,
+ * failed, retrying with backoff, cancelled, or handed back at shutdown.
+ */
+export class AttemptRunner {
+  private readonly deps: AttemptDeps;
+
+  constructor(deps: AttemptDeps) {
+    this.deps = deps;
+  }
+
+  async run(lane: Lane, start: RunReply, controller: AbortController): Promise<AttemptResult> {
+    const { taskId, attempt } = start;
+    // A cancel that reached this worker before the start reply did is remembered by the listener.
+    const unwatch = this.deps.cancels.watch(taskId, (reason) => controller.abort(new AbortReason(ErrorCodes.CANCELLED, reason)));
+    try {
+      this.deps.started(taskId, attempt);
+      const parsed = this.read(start);
+      if ("error" in parsed) return { outcome: { attempt, status: "FAILED", agent: parsed.agent, error: parsed.error }, traceId: undefined };
+      return await this.execute(lane, start, parsed, controller);
+    } finally {
+      unwatch();
+    }
+  }
+
+  /** The payload, metadata and agent of a started task, or why it cannot run (never retried: the same input fails again). */
+  private read(start: RunReply): { agent: RunnableSpec; input: JsonValue; metadata: Record<string, JsonValue> } | { agent: string; error: TaskError } {
+    const { taskId } = start;
+    let payload: { agent: RunnableSpec; input: JsonValue };
+    let metadata: Record<string, JsonValue>;
+    try {
+      payload = parseStored(TaskPayloadSchema, JSON.parse(start.payload), `payload of task ${taskId}`);
+      metadata = parseStored(MetadataSchema, parseJsonOr(start.metadata, null), `metadata of task ${taskId}`);
+    } catch (err) {
+      return { agent: start.agent, error: { code: ErrorCodes.INVALID_PAYLOAD, message: toTaskError(err).message } };
+    }
+    const name = payload.agent.name;
+    const agent = this.deps.agents ? this.deps.agents.get(name) : payload.agent;
+    if (!agent) return { agent: name, error: { code: ErrorCodes.UNKNOWN_AGENT, message: `this worker does not run agent "${name}"` } };
+    return { agent, input: payload.input, metadata };
+  }
+
+  private async execute(
+    lane: Lane,
+    start: RunReply,
+    task: { agent: RunnableSpec; input: JsonValue; metadata: Record<string, JsonValue> },
+    controller: AbortController,
+  ): Promise<AttemptResult> {
+    const { taskId, attempt } = start;
+    const { metrics } = this.deps;
+    const agentName = task.agent.name;
+    const publisher = new EventPublisher(this.deps.redis, this.deps.keys, this.deps.retention, {
+      taskId,
+      attempt,
+      agent: agentName,
+      detailed: start.detailed,
+      onStale: () => controller.abort(new AbortReason(ErrorCodes.STALE_ATTEMPT, "the task is no longer ours")),
+      onPublished: (types, ms) => {
+        for (const [type, n] of Object.entries(types)) metrics.add(METRICS.eventsEmitted, n, { type });
+        metrics.record(METRICS.publishDuration, ms);
+      },
+    });
+    const timer =
+      start.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => controller.abort(new AbortReason(ErrorCodes.TIMEOUT, `timed out after ${start.timeoutMs} ms`)), start.timeoutMs);
+    const aborted = new Promise<never>((_, reject) => {
+      const onAbort = () => reject(controller.signal.reason);
+      if (controller.signal.aborted) onAbort();
+      else controller.signal.addEventListener("abort", onAbort, { once: true });
+    });
+    aborted.catch(() => {});
+
+    let usage: TokenUsage | undefined;
+    const attrs = { queue: lane.queue, agent: agentName };
+    if (attempt === 1) metrics.record(METRICS.waitTime, start.waitedMs, attrs);
+    const runStarted = performance.now();
+    let traceId: string | undefined;
+    // The worker's span continues the submit's trace (carried by the task) and is the parent of the
+    // run's model-turn and tool spans.
+    const spanAttributes = { "flotilla.task_id": taskId, "flotilla.queue": lane.queue, "flotilla.agent": agentName, "flotilla.attempt": attempt };
+    const parent = extractTrace(parseCarrier(start.trace));
+    const outcome = await withSpan("flotilla.execute", { kind: SpanKind.CONSUMER, parent, attributes: spanAttributes }, async (span) => {
+      const id = span.spanContext().traceId;
+      if (!/^0*$/.test(id)) traceId = id;
+      let outcome: FinishInput;
+      try {
+        const execution = this.deps.executor.execute({
+          taskId,
+          attempt,
+          queue: lane.queue,
+          priority: lane.priority,
+          agent: task.agent,
+          input: task.input,
+          metadata: task.metadata,
+          signal: controller.signal,
+          emit: (event) => publisher.emit(event),
+          reportUsage: (u) => {
+            usage = u;
+          },
+        });
+        execution.catch(() => {}); // it may settle after an abort we already acted on
+        // An executor that ignores its signal must not hold the task's outcome hostage.
+        const result = await Promise.race([execution, aborted]);
+        await publisher.flush();
+        outcome = { attempt, status: "COMPLETED", agent: agentName, result: result ?? null };
+      } catch (err) {
+        outcome = this.failure(start, agentName, controller.signal, err);
+        if (outcome.status !== "CANCELLED" && !publisher.isStale) {
+          publisher.emit({ type: "error", message: outcome.error!.message, code: outcome.error!.code });
+        }
+        await publisher.flush().catch(() => {});
+      } finally {
+        if (timer) clearTimeout(timer);
+      }
+      if (outcome.status !== "COMPLETED") {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error?.message ?? outcome.status });
+        span.recordException({ name: outcome.error?.code ?? outcome.status, message: outcome.error?.message ?? outcome.status });
+      }
+      return outcome;
+    });
+    metrics.record(METRICS.duration, performance.now() - runStarted, { ...attrs, status: outcome.status });
+    const reason: unknown = controller.signal.reason;
+    // Lost its claim: another worker runs the task now and owns its outcome.
+    if (reason instanceof AbortReason && reason.code === ErrorCodes.STALE_ATTEMPT) return undefined;
+    return { outcome: usage ? { ...outcome, usage } : outcome, traceId };
+  }
+
+  /**
+   * How a failed or aborted attempt ends: the abort's reason decides (cancel, shutdown, timeout,
+   * lost lease), else the error; a retryable failure with retries left becomes RETRYING with backoff.
+   */
+  private failure(start: RunReply, agent: string, signal: AbortSignal, err: unknown): FinishInput {
+    const { attempt } = start;
+    const reason = signal.aborted ? signal.reason : err;
+    const error = toTaskError(reason);
+    if (reason instanceof AbortReason && reason.code === ErrorCodes.SHUTDOWN && this.deps.onDeadline() === "release") {
+      return { attempt, status: "RETRYING", agent, error, retryAt: Date.now(), release: true };
+    }
+    if (reason instanceof AbortReason && (reason.code === ErrorCodes.CANCELLED || reason.code === ErrorCodes.SHUTDOWN)) {
+      return { attempt, status: "CANCELLED", agent, error };
+    }
+    if (start.retries < start.maxRetries && isRetryable(reason)) {
+      const delay = backoffDelay(start.backoff ?? this.deps.backoff, start.retries);
+      return { attempt, status: "RETRYING", agent, error, retryAt: Date.now() + delay };
+    }
+    return { attempt, status: "FAILED", agent, error };
+  }
+}
+
+/** A task's trace carrier as stored (JSON), or undefined when it has none or it is unreadable. */
+function parseCarrier(text: string | undefined): Record<string, string> | undefined {
+  const parsed = CarrierSchema.safeParse(parseJsonOr(text, undefined));
+  return parsed.success ? parsed.data : undefined;
+}

@@ -1,0 +1,242 @@
+import { type Broker, type Lane, parseEntry, type RawEntry } from "@flotilla/broker";
+import { PRIORITIES, type Logger, type Priority } from "@flotilla/core";
+import type { OwnedRedis } from "@flotilla/core/redis";
+import type { StartReply, TaskStore } from "@flotilla/store";
+import { type InFlight, laneKey } from "./in-flight.ts";
+import { laneOrder } from "./lane-order.ts";
+
+export interface SchedulerOptions {
+  workerId: string;
+  queues: readonly string[];
+  concurrency: number;
+  blockMs: number;
+  leaseMs: number;
+  promoteIntervalMs: number;
+  fairnessEvery: number;
+}
+
+export interface SchedulerDeps {
+  store: TaskStore;
+  broker: Broker;
+  /** The connection the claim loop blocks on, and the one that can UNBLOCK it. */
+  blocking: OwnedRedis;
+  command: OwnedRedis;
+  inFlight: InFlight;
+  /** Outcomes handed to the settler and not yet written: their runs are over, their slots free. */
+  settling: () => number;
+  /** Takes up a claimed entry (runs its task, or dead-letters it). */
+  dispatch: (queue: string, reply: StartReply, reclaimed: boolean) => void;
+  log: Logger;
+  onError: (err: unknown) => void;
+}
+
+/**
+ * Decides what a worker claims and when: free slots (concurrency less the runs going and the slots
+ * promised to claims in flight), lane order (priority with the fairness rule), promotion of delayed
+ * tasks that fell due, reclaiming entries whose lease lapsed elsewhere, and blocking when there is
+ * nothing to do. A busy single-queue worker claims in the same call that settles its last batch
+ * (settleClaim / settleStarted, used by the Settler).
+ */
+export class ClaimScheduler {
+  private readonly opts: SchedulerOptions;
+  private readonly deps: SchedulerDeps;
+  private readonly reclaimCursors = new Map<string, string>();
+  private nextReclaimAt = 0;
+  private nextPromoteAt = 0;
+  private round = 0;
+  /** Slots promised to claims in flight (made by settle calls), not yet filled. */
+  private reserved = 0;
+  private wakeUp: (() => void) | undefined;
+  private blockingClientId: number | undefined;
+  private stopping = false;
+  private loop: Promise<void> | undefined;
+
+  constructor(options: SchedulerOptions, deps: SchedulerDeps) {
+    this.opts = options;
+    this.deps = deps;
+  }
+
+  /** Claiming, and not stopping. */
+  get claiming(): boolean {
+    return this.loop !== undefined && !this.stopping;
+  }
+
+  async start(): Promise<void> {
+    await this.trackBlockingClientId();
+    this.deps.blocking.redis.on("ready", () => void this.trackBlockingClientId());
+    this.loop = this.run();
+  }
+
+  /** Stops claiming; resolves once the loop has ended (a blocked read is unblocked). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake();
+    // The blocking read may not have reached Redis yet when the first UNBLOCK does: repeat until the loop ends.
+    const unblock = () => {
+      if (this.blockingClientId !== undefined) void this.deps.command.redis.client("UNBLOCK", this.blockingClientId).catch(() => {});
+    };
+    unblock();
+    const unblocking = setInterval(unblock, 50);
+    await this.loop;
+    clearInterval(unblocking);
+  }
+
+  /** A slot freed (or the worker is stopping): let the loop look again. */
+  wake(): void {
+    this.wakeUp?.();
+  }
+
+  /**
+   * Slots a claim may fill: `concurrency` less the runs still going (a run whose outcome was handed
+   * to the settler is done) and the slots promised to claims in flight.
+   */
+  freeSlots(): number {
+    return this.opts.concurrency - (this.deps.inFlight.size - this.deps.settling()) - this.reserved;
+  }
+
+  /** Settler hook: how many entries the call settling a batch of `queue` should claim for the slots it frees. */
+  settleClaim(_queue: string): { count: number; order: readonly Priority[] } | undefined {
+    // Only a single-queue worker claims this way, and not when reclaiming is due (it needs slots of its own).
+    if (this.stopping || this.opts.queues.length !== 1 || Date.now() >= this.nextReclaimAt) return undefined;
+    const free = this.freeSlots();
+    if (free <= 0) return undefined;
+    this.reserved += free;
+    return { count: free, order: this.nextOrder() };
+  }
+
+  /** Settler hook: the entries a settle call claimed and started (`asked`: the count settleClaim gave). */
+  settleStarted(queue: string, replies: readonly StartReply[], asked: number): void {
+    this.reserved -= asked;
+    for (const reply of replies) this.deps.dispatch(queue, reply, false);
+    this.wake();
+  }
+
+  private nextOrder(): readonly Priority[] {
+    return laneOrder(this.round++, this.opts.fairnessEvery);
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.stopping) {
+      // Promotion needs no slot: it runs on time however busy the worker is.
+      if (Date.now() >= this.nextPromoteAt) {
+        try {
+          await this.promoteDue();
+        } catch (err) {
+          this.nextPromoteAt = Date.now() + this.opts.promoteIntervalMs;
+          this.deps.log.warn("promotion failed; will retry", { err });
+        }
+      }
+      if (this.freeSlots() <= 0) {
+        await this.waitForSlot();
+        continue;
+      }
+      try {
+        await this.claimRound();
+        failures = 0;
+      } catch (err) {
+        if (this.stopping) break;
+        failures++;
+        this.deps.log.warn("claim failed; retrying", { err, failures });
+        this.deps.onError(err);
+        await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** failures, 5000)));
+      }
+    }
+  }
+
+  /** Woken by a free slot, or when promotion or reclaiming falls due (settles then stop claiming, so slots free up for them). */
+  private async waitForSlot(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.wakeUp = resolve;
+      timer = setTimeout(resolve, Math.max(1, Math.min(this.nextPromoteAt, this.nextReclaimAt) - Date.now()));
+    });
+    clearTimeout(timer);
+    this.wakeUp = undefined;
+    // Outcomes settle in batches: let the rest of this batch free its slots, then claim for all.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  private async claimRound(): Promise<void> {
+    // Reclaim first, from the same budget of free slots, so reclaimed and new work never together
+    // exceed `concurrency`.
+    if (Date.now() >= this.nextReclaimAt) await this.reclaimLapsed();
+    const free = this.freeSlots();
+    if (free <= 0) return;
+    // Held while the claim is out, so a settle's claim cannot take the same slots.
+    this.reserved += free;
+    try {
+      // First without blocking: one script per queue claims and starts a whole batch.
+      const order = this.nextOrder();
+      let started = 0;
+      for (const queue of this.opts.queues) {
+        if (free - started <= 0) break;
+        const replies = await this.deps.store.claim(queue, this.opts.workerId, free - started, order);
+        started += replies.length;
+        for (const reply of replies) this.deps.dispatch(queue, reply, false);
+      }
+      if (started === 0) {
+        const untilDue = Math.max(1, Math.min(this.nextReclaimAt, this.nextPromoteAt) - Date.now());
+        const entries = await this.deps.broker.block(this.deps.blocking.redis, this.opts.workerId, this.opts.queues, free, Math.min(this.opts.blockMs, untilDue));
+        await this.startClaimed(entries, false);
+      }
+    } finally {
+      this.reserved -= free;
+    }
+  }
+
+  /** Moves delayed tasks that fell due into their queues; schedules the next look. */
+  private async promoteDue(): Promise<void> {
+    let next = Date.now() + this.opts.promoteIntervalMs;
+    for (const queue of this.opts.queues) {
+      const { nextDueAt } = await this.deps.broker.promote(queue);
+      if (nextDueAt !== undefined) next = Math.min(next, nextDueAt);
+    }
+    this.nextPromoteAt = next;
+  }
+
+  /** Takes over entries whose lease lapsed with their holder, scanning each lane's whole pending list over time. */
+  private async reclaimLapsed(): Promise<void> {
+    // Every half lease, with jitter so a fleet does not scan in step.
+    this.nextReclaimAt = Date.now() + Math.floor((this.opts.leaseMs / 2) * (0.75 + Math.random() * 0.5));
+    for (const priority of PRIORITIES) {
+      for (const queue of this.opts.queues) {
+        const free = this.freeSlots();
+        if (free <= 0 || this.stopping) return;
+        const lane: Lane = { queue, priority };
+        const { cursor, entries } = await this.deps.broker.reclaim(lane, this.opts.workerId, this.opts.leaseMs, free, this.reclaimCursors.get(laneKey(lane)) ?? "0-0");
+        this.reclaimCursors.set(laneKey(lane), cursor);
+        // Our own entries, idle because renewals could not reach Redis: those runs are still ours.
+        const taken = entries.filter((raw) => !this.deps.inFlight.has(raw, raw.entryId));
+        for (const raw of taken) {
+          this.deps.log.info("reclaimed a task whose lease lapsed", { queue, priority, entryId: raw.entryId, task: raw.fields?.task });
+        }
+        await this.startClaimed(taken, true);
+      }
+    }
+  }
+
+  /** Starts the tasks of entries this worker holds; malformed entries go to dispatch to be dead-lettered. */
+  private async startClaimed(entries: readonly RawEntry[], reclaimed: boolean): Promise<void> {
+    const byQueue = new Map<string, Array<{ priority: Priority; entryId: string; name: string }>>();
+    for (const raw of entries) {
+      const entry = parseEntry(raw);
+      if (!entry.ok) {
+        this.deps.dispatch(raw.queue, { kind: "malformed", priority: raw.priority, entryId: raw.entryId, fields: raw.fields }, reclaimed);
+        continue;
+      }
+      byQueue.set(entry.queue, [...(byQueue.get(entry.queue) ?? []), { priority: entry.priority, entryId: entry.entryId, name: entry.name }]);
+    }
+    for (const [queue, list] of byQueue) {
+      for (const reply of await this.deps.store.startEntries(queue, this.opts.workerId, list, reclaimed)) this.deps.dispatch(queue, reply, reclaimed);
+    }
+  }
+
+  private async trackBlockingClientId(): Promise<void> {
+    try {
+      this.blockingClientId = Number(await this.deps.blocking.redis.client("ID"));
+    } catch {
+      this.blockingClientId = undefined;
+    }
+  }
+}

@@ -1,0 +1,85 @@
+import { type Lane, parseEntry } from "@flotilla/broker";
+import { type Logger, splitTaskId } from "@flotilla/core";
+import type { StartReply } from "@flotilla/store";
+import type { AttemptRunner } from "./attempt.ts";
+import type { InFlight } from "./in-flight.ts";
+import type { OutcomeRecorder } from "./outcome-recorder.ts";
+
+/**
+ * Takes up each claimed entry: a started task runs (and its outcome is recorded); an entry that
+ * cannot run — its record gone, past its delivery limit, malformed — is dead-lettered with the
+ * reason. Either way the work is tracked in flight until it is done, so stop() waits for it.
+ */
+export class Dispatcher {
+  private readonly inFlight: InFlight;
+  private readonly attempts: AttemptRunner;
+  private readonly recorder: OutcomeRecorder;
+  private readonly log: Logger;
+  private readonly onError: (err: unknown) => void;
+
+  constructor(inFlight: InFlight, attempts: AttemptRunner, recorder: OutcomeRecorder, log: Logger, onError: (err: unknown) => void) {
+    this.inFlight = inFlight;
+    this.attempts = attempts;
+    this.recorder = recorder;
+    this.log = log;
+    this.onError = onError;
+  }
+
+  dispatch(queue: string, reply: StartReply, reclaimed: boolean): void {
+    const lane: Lane = { queue, priority: reply.priority };
+    const { entryId } = reply;
+    if (reply.kind === "skip") {
+      // Cancelled while waiting, already finished, or run by another entry: the script settled it.
+      this.log.debug("entry skipped", { queue, entryId, taskId: reply.taskId, reason: reply.reason, reclaimed });
+      return;
+    }
+    const fail = (err: unknown) => {
+      this.log.error("task handling failed", { queue, entryId, err });
+      this.onError(err);
+    };
+    if (reply.kind === "run") {
+      this.inFlight.track(
+        lane,
+        entryId,
+        reply.taskId,
+        async (controller) => {
+          const ended = await this.attempts.run(lane, reply, controller);
+          if (ended) await this.recorder.record(lane, entryId, reply.taskId, ended.outcome, ended.traceId);
+          else this.log.warn("attempt lost its claim; leaving the outcome to its owner", { taskId: reply.taskId, attempt: reply.attempt });
+        },
+        fail,
+      );
+      return;
+    }
+    const [reason, fields, taskId, extra] = deadLetterOf(lane, reply);
+    this.inFlight.track(
+      lane,
+      entryId,
+      taskId ?? "",
+      () => this.recorder.deadLetter(lane, entryId, reason, fields, taskId, extra),
+      (err) => {
+        this.log.error("could not dead-letter entry", { queue, entryId, err });
+        this.onError(err);
+      },
+    );
+  }
+}
+
+type DeadLetterOf = [reason: string, fields: Record<string, string> | null, taskId: string | undefined, extra?: Record<string, unknown>];
+
+/** Why an entry that cannot run is dead-lettered, and what the letter keeps. */
+function deadLetterOf(lane: Lane, reply: Exclude<StartReply, { kind: "run" | "skip" }>): DeadLetterOf {
+  switch (reply.kind) {
+    case "missing":
+      return ["task record not found (expired or never written)", { task: splitTaskId(reply.taskId).name }, reply.taskId];
+    case "dead": {
+      const { attempts, lastError } = reply;
+      const last = lastError ? `; last error: [${lastError.code}] ${lastError.message}` : "";
+      return [`delivery limit reached after ${attempts} attempts${last}`, { task: splitTaskId(reply.taskId).name }, reply.taskId, { attempts, lastError }];
+    }
+    default: {
+      const parsed = parseEntry({ ...lane, entryId: reply.entryId, fields: reply.fields });
+      return [parsed.ok ? "malformed queue entry" : parsed.reason, reply.fields, undefined];
+    }
+  }
+}

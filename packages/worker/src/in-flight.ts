@@ -1,0 +1,88 @@
+import type { Lane } from "@flotilla/broker";
+
+/** One claimed entry being worked on: an attempt running, or an unrunnable entry being dead-lettered. */
+export interface Running {
+  lane: Lane;
+  entryId: string;
+  /** Empty while an unparseable entry is being dead-lettered. */
+  taskId: string;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+export const laneKey = (lane: Lane): string => `${lane.queue}/${lane.priority}`;
+const runKey = (lane: Lane, entryId: string) => `${laneKey(lane)}/${entryId}`;
+
+/**
+ * The entries a worker holds, by lane and entry id. The lease keeper renews them, the scheduler
+ * counts them against `concurrency`, and stop() waits for them.
+ */
+export class InFlight {
+  private readonly runs = new Map<string, Running>();
+  private readonly onFreed: () => void;
+
+  /** @param onFreed called each time an entry's work is over and its slot is free */
+  constructor(onFreed: () => void) {
+    this.onFreed = onFreed;
+  }
+
+  get size(): number {
+    return this.runs.size;
+  }
+
+  has(lane: Lane, entryId: string): boolean {
+    return this.runs.has(runKey(lane, entryId));
+  }
+
+  get(lane: Lane, entryId: string): Running | undefined {
+    return this.runs.get(runKey(lane, entryId));
+  }
+
+  /** Tracks `work` for the entry until it settles; its failure goes to `onError`, never further. */
+  track(lane: Lane, entryId: string, taskId: string, work: (controller: AbortController) => Promise<void>, onError: (err: unknown) => void): void {
+    const key = runKey(lane, entryId);
+    const controller = new AbortController();
+    const running: Running = { lane, entryId, taskId, controller, done: Promise.resolve() };
+    this.runs.set(key, running);
+    running.done = work(controller)
+      .catch(onError)
+      .finally(() => {
+        this.runs.delete(key);
+        this.onFreed();
+      });
+  }
+
+  /** Ids of the tasks being run. */
+  taskIds(): string[] {
+    return [...this.runs.values()].flatMap((r) => (r.taskId ? [r.taskId] : []));
+  }
+
+  /** The entries held, grouped by lane. */
+  byLane(): Array<{ lane: Lane; entryIds: string[] }> {
+    const groups = new Map<string, { lane: Lane; entryIds: string[] }>();
+    for (const r of this.runs.values()) {
+      const key = laneKey(r.lane);
+      const group = groups.get(key) ?? { lane: r.lane, entryIds: [] };
+      group.entryIds.push(r.entryId);
+      groups.set(key, group);
+    }
+    return [...groups.values()];
+  }
+
+  abortAll(reason: unknown): void {
+    for (const r of this.runs.values()) r.controller.abort(reason);
+  }
+
+  /** Resolves true once everything held now is done, or false after `timeoutMs`. */
+  async settled(timeoutMs: number = Number.POSITIVE_INFINITY): Promise<boolean> {
+    const all = Promise.all([...this.runs.values()].map((r) => r.done)).then(() => true as const);
+    if (!Number.isFinite(timeoutMs)) return all;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    const done = await Promise.race([all, timeout]);
+    clearTimeout(timer);
+    return done;
+  }
+}

@@ -1,0 +1,178 @@
+import { hostname } from "node:os";
+import type { Agent, LanguageModel, OpenAICompatibleEndpoint, ProviderFactory, Swarm, ToolRegistry } from "@flotilla/agent";
+import {
+  type Backoff,
+  type BackoffOptions,
+  BackoffSchema,
+  DEFAULTS,
+  type Logger,
+  newId,
+  parseInput,
+  QueueNameSchema,
+  type Retention,
+  type RetentionOptions,
+  type RunnableSpec,
+  RunnableSpecSchema,
+  resolveRetention,
+  silentLogger,
+  ValidationError,
+} from "@flotilla/core";
+import type { RedisConnection } from "@flotilla/core/redis";
+import type { MemoryStore } from "@flotilla/memory";
+import { defaultMetrics, type FlotillaMetrics } from "@flotilla/metrics";
+import type { Executor } from "./executor.ts";
+
+export interface WorkerOptions {
+  /** Redis URL, ioredis options or instance. @default process.env.REDIS_URL ?? "redis://127.0.0.1:6379" */
+  redis?: RedisConnection;
+  /** Key prefix shared with the clients. @default "flotilla" */
+  prefix?: string;
+  /** Queues to claim from. @default ["default"] */
+  queues?: string[];
+  /** Tasks run at once in this process. @default 4 */
+  concurrency?: number;
+  /**
+   * When given, the only agents this worker runs, matched by name; a task runs the worker's
+   * definition, so a payload cannot change an agent's model, instructions or tools.
+   * A task naming any other agent fails with UNKNOWN_AGENT.
+   * @default undefined: any agent a task carries
+   */
+  agents?: ReadonlyArray<Agent | Swarm | RunnableSpec>;
+  /** Tools by name. A task can use only these. @default none */
+  tools?: ToolRegistry;
+  /**
+   * Makes the model for a `provider:model` name; asked first. Then: the built-in `scripted` model,
+   * `openAICompatible` endpoints, and installed AI SDK provider packages with their API keys in
+   * the environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, …). Anything else fails the task with
+   * UNKNOWN_PROVIDER naming the model.
+   * @default undefined
+   */
+  providerFactory?: ProviderFactory;
+  /** OpenAI-compatible endpoints (vLLM, Ollama, …) by provider name: `{ ollama: { baseURL } }`. @default none */
+  openAICompatible?: Record<string, OpenAICompatibleEndpoint>;
+  /** One model for every agent, whatever its `model` says (tests, proxies). @default undefined */
+  model?: LanguageModel;
+  /** Memory stores by name, for tasks whose metadata names one; `redis` (this worker's connection) is built in. @default { redis } */
+  memory?: Record<string, MemoryStore>;
+  /** Runs the agents. @default agentExecutor(): in this process */
+  executor?: Executor;
+  /** Heartbeat record TTL; beats come every third of it. @default 15_000 */
+  heartbeatTtlMs?: number;
+  /** How long one claim call blocks waiting for work. @default 5_000 */
+  blockMs?: number;
+  /**
+   * A claimed task is leased to this worker for this long. Leases of all running tasks are renewed
+   * together every third of it, so a long run is never taken from a live worker; a task whose lease
+   * lapsed (worker killed, frozen, cut off) is reclaimed by another worker. At least 300.
+   * @default 30_000
+   */
+  leaseMs?: number;
+  /** Wait between retries for tasks that do not set their own. @default { delayMs: 1000, maxDelayMs: 60000, jitter: 0.5 } */
+  backoff?: BackoffOptions;
+  /** How often to look for delayed tasks that fell due (any live worker moves them into the queue). @default 1_000 */
+  promoteIntervalMs?: number;
+  /**
+   * Fairness between priorities: in every this many claim rounds, one round lets the low lane pick
+   * first and one lets the normal lane pick first; all other rounds go high → normal → low. 0 turns
+   * fairness off: strict priority, where a steady flow of high tasks can hold normal and low back
+   * for as long as it lasts. Otherwise at least 2.
+   * @default 10
+   */
+  fairnessEvery?: number;
+  /** @default `${hostname}-${pid}-${random}` */
+  workerId?: string;
+  /** `start()` fails with a ConnectionError if Redis does not answer within this. @default 10_000 */
+  connectTimeoutMs?: number;
+  /** How long what the worker writes is kept (records, events, dead letters). @default DEFAULT_RETENTION */
+  retention?: RetentionOptions;
+  /** @default silentLogger */
+  logger?: Logger;
+  /** Where task counts, durations, queue gauges and event figures go. @default defaultMetrics() */
+  metrics?: FlotillaMetrics;
+  /** How often the queue-depth and live-worker gauges are read from Redis. @default 5_000 */
+  gaugeIntervalMs?: number;
+}
+
+export interface StopOptions {
+  /** Running tasks get this long to finish. @default 30_000 */
+  drainTimeoutMs?: number;
+  /**
+   * What happens to tasks still running at the deadline: `release` hands each back to its queue at
+   * once (RETRYING, code SHUTDOWN, no retry used up) for another worker to run; `cancel` ends them
+   * CANCELLED (code SHUTDOWN). @default "release"
+   */
+  onDeadline?: "release" | "cancel";
+}
+
+/** WorkerOptions with every default applied and every value checked. */
+export interface ResolvedWorkerOptions {
+  redis: RedisConnection | undefined;
+  prefix: string;
+  queues: readonly string[];
+  concurrency: number;
+  /** The agents by name, when the worker runs only its own. */
+  agents: ReadonlyMap<string, RunnableSpec> | undefined;
+  executor: Executor | undefined;
+  tools: ToolRegistry | undefined;
+  providerFactory: ProviderFactory | undefined;
+  openAICompatible: Record<string, OpenAICompatibleEndpoint> | undefined;
+  model: LanguageModel | undefined;
+  memory: Record<string, MemoryStore> | undefined;
+  heartbeatTtlMs: number;
+  blockMs: number;
+  leaseMs: number;
+  backoff: Backoff;
+  promoteIntervalMs: number;
+  fairnessEvery: number;
+  workerId: string;
+  connectTimeoutMs: number;
+  retention: Retention;
+  logger: Logger;
+  metrics: FlotillaMetrics;
+  gaugeIntervalMs: number;
+}
+
+const MIN_LEASE_MS = 300;
+const invalid = (field: string, message: string) => ValidationError.of("worker options", field, message);
+
+function positiveInt(field: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) throw invalid(field, `must be a positive integer, got ${value}`);
+  return value;
+}
+
+/** The one place the Worker's defaults are applied (from DEFAULTS, shared with health and the worker app). */
+export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOptions {
+  const queues = (options.queues ?? [DEFAULTS.queue]).map((q) => parseInput(QueueNameSchema, q, "queue name"));
+  if (queues.length === 0) throw invalid("queues", "a worker needs at least one queue");
+  const leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
+  if (!(leaseMs >= MIN_LEASE_MS)) throw invalid("leaseMs", `must be at least ${MIN_LEASE_MS}, got ${leaseMs}`);
+  const fairnessEvery = options.fairnessEvery ?? DEFAULTS.fairnessEvery;
+  if (!Number.isInteger(fairnessEvery) || fairnessEvery < 0) throw invalid("fairnessEvery", `must be 0 (strict priority) or an integer of at least 2, got ${fairnessEvery}`);
+  const agents = options.agents?.map((a) => parseInput(RunnableSpecSchema, "toJSON" in a ? a.toJSON() : a, "agent"));
+  return {
+    redis: options.redis,
+    prefix: options.prefix ?? DEFAULTS.prefix,
+    queues,
+    concurrency: positiveInt("concurrency", options.concurrency ?? DEFAULTS.concurrency),
+    agents: agents && new Map(agents.map((spec) => [spec.name, spec])),
+    executor: options.executor,
+    tools: options.tools,
+    providerFactory: options.providerFactory,
+    openAICompatible: options.openAICompatible,
+    model: options.model,
+    memory: options.memory,
+    heartbeatTtlMs: positiveInt("heartbeatTtlMs", options.heartbeatTtlMs ?? DEFAULTS.heartbeatTtlMs),
+    blockMs: positiveInt("blockMs", options.blockMs ?? DEFAULTS.blockMs),
+    leaseMs,
+    backoff: parseInput(BackoffSchema, options.backoff ?? {}, "backoff"),
+    promoteIntervalMs: positiveInt("promoteIntervalMs", options.promoteIntervalMs ?? DEFAULTS.promoteIntervalMs),
+    // 1 would let low and normal take turns first every round: the same as 2, said plainly.
+    fairnessEvery: fairnessEvery === 1 ? 2 : fairnessEvery,
+    workerId: options.workerId ?? `${hostname()}-${process.pid}-${newId().slice(-6)}`,
+    connectTimeoutMs: positiveInt("connectTimeoutMs", options.connectTimeoutMs ?? DEFAULTS.workerConnectTimeoutMs),
+    retention: resolveRetention(options.retention),
+    logger: options.logger ?? silentLogger,
+    metrics: options.metrics ?? defaultMetrics(),
+    gaugeIntervalMs: positiveInt("gaugeIntervalMs", options.gaugeIntervalMs ?? DEFAULTS.gaugeIntervalMs),
+  };
+}

@@ -1,0 +1,81 @@
+import type { Broker, Lane } from "@flotilla/broker";
+import { ErrorCodes, type Logger } from "@flotilla/core";
+import { type FlotillaMetrics, METRICS } from "@flotilla/metrics";
+import type { FinishInput } from "@flotilla/store";
+import type { DeadLetteredEvent, TaskEndEvent } from "./events.ts";
+import type { Settler } from "./settler.ts";
+
+export interface RecorderDeps {
+  settler: Settler;
+  broker: Broker;
+  consumer: string;
+  metrics: FlotillaMetrics;
+  log: Logger;
+  ended: (event: TaskEndEvent) => void;
+  deadLettered: (event: DeadLetteredEvent) => void;
+}
+
+const COUNTERS = { COMPLETED: METRICS.completed, FAILED: METRICS.failed, CANCELLED: METRICS.cancelled, RETRYING: METRICS.retried } as const;
+
+/**
+ * Records what became of each claimed entry: an attempt's outcome (batched with the other outcomes
+ * of the tick by the Settler: the record written, the entry acknowledged, delayed for a retry or
+ * dead-lettered), or an entry that could not run, dead-lettered with the reason. Counts, metrics,
+ * the task's log line and the worker's events follow from what Redis accepted.
+ */
+export class OutcomeRecorder {
+  private readonly deps: RecorderDeps;
+  readonly counts = { completed: 0, failed: 0 };
+
+  constructor(deps: RecorderDeps) {
+    this.deps = deps;
+  }
+
+  async record(lane: Lane, entryId: string, taskId: string, outcome: FinishInput, traceId?: string): Promise<void> {
+    const { queue } = lane;
+    const error = outcome.error ?? { message: "failed", code: ErrorCodes.AGENT_ERROR };
+    const deadReason =
+      outcome.status === "FAILED" ? `failed after ${outcome.attempt} attempt${outcome.attempt === 1 ? "" : "s"}: [${error.code}] ${error.message}` : undefined;
+    const finished = await this.deps.settler.settle(queue, { ...outcome, taskId, priority: lane.priority, entryId, deadReason });
+    if (finished.ok && finished.deadLettered) {
+      this.deps.deadLettered({ queue, entryId, reason: `[${outcome.error?.code}] ${outcome.error?.message}`, taskId });
+    }
+    const status = finished.ok ? (finished.status as FinishInput["status"]) : outcome.status;
+    if (finished.ok) {
+      if (status === "COMPLETED") this.counts.completed++;
+      else if (status === "FAILED") this.counts.failed++;
+      this.deps.metrics.add(COUNTERS[status], 1, { queue, agent: outcome.agent });
+    } else {
+      this.deps.log.warn("outcome not recorded", { taskId, reason: finished.reason, status: finished.status });
+    }
+    this.deps.log.info("task ended", {
+      taskId,
+      attempt: outcome.attempt,
+      status,
+      error: outcome.error,
+      retryAt: outcome.retryAt,
+      recorded: finished.ok,
+      ...(traceId && { traceId }),
+    });
+    this.deps.ended({ taskId, attempt: outcome.attempt, status, error: outcome.error, recorded: finished.ok });
+  }
+
+  /** Moves an entry that cannot run to its queue's dead letters, if this worker still holds it. */
+  async deadLetter(
+    lane: Lane,
+    entryId: string,
+    reason: string,
+    fields: Record<string, string> | null,
+    taskId: string | undefined,
+    extra?: Record<string, unknown>,
+  ): Promise<void> {
+    const { queue } = lane;
+    const moved = await this.deps.broker.deadLetter(lane, entryId, this.deps.consumer, { reason, fields, taskId, ...(extra && { extra }) });
+    if (!moved) {
+      this.deps.log.warn("entry not dead-lettered: another worker holds it now", { queue, entryId, taskId });
+      return;
+    }
+    this.deps.log.warn("entry dead-lettered", { queue, entryId, reason, taskId });
+    this.deps.deadLettered({ queue, entryId, reason, taskId });
+  }
+}

@@ -1,0 +1,180 @@
+import { Broker } from "@flotilla/broker";
+import { CancelListener } from "@flotilla/cancel";
+import { createKeys, ErrorCodes } from "@flotilla/core";
+import { closeRedis, type OwnedRedis, openRedis, SubscriberHub, whenReady } from "@flotilla/core/redis";
+import { Heartbeat } from "@flotilla/health";
+import { MemoryStores } from "@flotilla/memory";
+import { METRICS } from "@flotilla/metrics";
+import { TaskStore } from "@flotilla/store";
+import { AbortReason } from "./abort-reason.ts";
+import { agentExecutor } from "./agent-executor.ts";
+import { AttemptRunner } from "./attempt.ts";
+import { ClaimScheduler } from "./claim-scheduler.ts";
+import { Dispatcher } from "./dispatcher.ts";
+import type { DeadLetteredEvent, TaskEndEvent } from "./events.ts";
+import { Gauges } from "./gauges.ts";
+import { InFlight } from "./in-flight.ts";
+import { LeaseKeeper } from "./lease-keeper.ts";
+import type { ResolvedWorkerOptions } from "./options.ts";
+import { OutcomeRecorder } from "./outcome-recorder.ts";
+import { Settler } from "./settler.ts";
+
+/** What the session tells the Worker, which turns it into its events. */
+export interface SessionListener {
+  started(taskId: string, attempt: number): void;
+  ended(event: TaskEndEvent): void;
+  deadLettered(event: DeadLetteredEvent): void;
+  error(err: unknown): void;
+}
+
+/**
+ * A started worker's live parts, all made by `open()` and all there until `close()`: its three
+ * connections (commands, the blocking claim, the subscriber), the store and broker on them, the
+ * scheduler, the lease keeper, the settler, the cancel listener, the heartbeat and the gauges.
+ */
+export class WorkerSession {
+  readonly inFlight: InFlight;
+  readonly scheduler: ClaimScheduler;
+  readonly recorder: OutcomeRecorder;
+  private readonly options: ResolvedWorkerOptions;
+  private readonly conn: OwnedRedis;
+  private readonly blocking: OwnedRedis;
+  private readonly hub: SubscriberHub;
+  private readonly cancels: CancelListener;
+  private readonly heartbeat: Heartbeat;
+  private readonly leases: LeaseKeeper;
+  private readonly gauges: Gauges;
+  private readonly broker: Broker;
+  private onDeadline: "release" | "cancel" = "release";
+
+  private constructor(options: ResolvedWorkerOptions, conn: OwnedRedis, blocking: OwnedRedis, hub: SubscriberHub, listener: SessionListener) {
+    this.options = options;
+    this.conn = conn;
+    this.blocking = blocking;
+    this.hub = hub;
+    const { workerId, logger: log, metrics } = options;
+    const redis = conn.redis;
+    const keys = createKeys(options.prefix);
+    const store = new TaskStore(redis, keys, options.retention);
+    const broker = new Broker(redis, keys, { deadLetterMaxLen: options.retention.deadLetterMaxLen });
+    this.broker = broker;
+    this.cancels = new CancelListener(redis, hub, keys, { logger: log });
+    this.inFlight = new InFlight(() => this.scheduler.wake());
+    const settler = new Settler(
+      store,
+      workerId,
+      { claim: (queue) => this.scheduler.settleClaim(queue), started: (queue, replies, asked) => this.scheduler.settleStarted(queue, replies, asked) },
+      // Two batches in flight: one runs here while Redis settles the other.
+      Math.min(200, Math.max(1, Math.ceil(options.concurrency / 2))),
+    );
+    this.recorder = new OutcomeRecorder({
+      settler,
+      broker,
+      consumer: workerId,
+      metrics,
+      log,
+      ended: (e) => listener.ended(e),
+      deadLettered: (e) => {
+        metrics.add(METRICS.deadLettered, 1, { queue: e.queue });
+        listener.deadLettered(e);
+      },
+    });
+    const attempts = new AttemptRunner({
+      redis,
+      keys,
+      retention: options.retention,
+      executor: options.executor ?? this.defaultExecutor(redis, keys.prefix),
+      agents: options.agents,
+      cancels: this.cancels,
+      metrics,
+      backoff: options.backoff,
+      onDeadline: () => this.onDeadline,
+      started: (taskId, attempt) => listener.started(taskId, attempt),
+    });
+    const dispatcher = new Dispatcher(this.inFlight, attempts, this.recorder, log, (err) => listener.error(err));
+    this.scheduler = new ClaimScheduler(options, {
+      store,
+      broker,
+      blocking,
+      command: conn,
+      inFlight: this.inFlight,
+      settling: () => settler.settling,
+      dispatch: (queue, reply, reclaimed) => dispatcher.dispatch(queue, reply, reclaimed),
+      log,
+      onError: (err) => listener.error(err),
+    });
+    this.leases = new LeaseKeeper(broker, this.inFlight, workerId, options.leaseMs, log);
+    this.heartbeat = new Heartbeat(redis, keys, {
+      workerId,
+      queues: options.queues,
+      concurrency: options.concurrency,
+      ttlMs: options.heartbeatTtlMs,
+      snapshot: () => ({ running: this.inFlight.taskIds(), ...this.recorder.counts }),
+      onError: (err) => log.warn("heartbeat failed", { err }),
+    });
+    this.gauges = new Gauges(redis, keys, broker, options.queues, metrics, options.heartbeatTtlMs, log);
+  }
+
+  private defaultExecutor(redis: OwnedRedis["redis"], prefix: string) {
+    const o = this.options;
+    return agentExecutor({
+      tools: o.tools,
+      providerFactory: o.providerFactory,
+      openAICompatible: o.openAICompatible,
+      model: o.model,
+      memory: new MemoryStores(o.memory, () => redis, prefix),
+    });
+  }
+
+  /** Connects (a ConnectionError if Redis does not answer within connectTimeoutMs), joins the fleet and starts claiming. */
+  static async open(options: ResolvedWorkerOptions, listener: SessionListener): Promise<WorkerSession> {
+    const conn = openRedis(options.redis, "command");
+    const blocking = openRedis(options.redis, "blocking");
+    const hub = new SubscriberHub(openRedis(options.redis, "subscriber"), { readyTimeoutMs: options.connectTimeoutMs });
+    for (const r of [conn.redis, blocking.redis]) r.on("error", (err) => options.logger.debug("redis connection error", { err }));
+    try {
+      await whenReady(conn.redis, options.connectTimeoutMs);
+    } catch (err) {
+      await hub.close();
+      await closeRedis(blocking);
+      await closeRedis(conn);
+      throw err;
+    }
+    const session = new WorkerSession(options, conn, blocking, hub, listener);
+    for (const queue of options.queues) await session.broker.ensureGroup(queue);
+    await session.cancels.start();
+    await session.heartbeat.start();
+    session.leases.start();
+    await session.scheduler.start();
+    session.gauges.start(options.gaugeIntervalMs);
+    return session;
+  }
+
+  /** Connected to Redis and claiming. */
+  get ready(): boolean {
+    return this.scheduler.claiming && this.conn.redis.status === "ready";
+  }
+
+  /**
+   * Stops claiming, lets running tasks finish for up to `drainTimeoutMs`, hands back (or cancels)
+   * what is left, leaves the fleet and closes the connections.
+   */
+  async close(drainTimeoutMs: number, onDeadline: "release" | "cancel"): Promise<void> {
+    const log = this.options.logger;
+    this.onDeadline = onDeadline;
+    this.gauges.stop();
+    await this.scheduler.stop();
+    if (!(await this.inFlight.settled(drainTimeoutMs))) {
+      log.warn(`drain deadline reached: ${onDeadline === "release" ? "handing back" : "cancelling"} running tasks`, { tasks: this.inFlight.taskIds() });
+      this.inFlight.abortAll(new AbortReason(ErrorCodes.SHUTDOWN, `worker ${this.options.workerId} shut down before the task finished`));
+      await this.inFlight.settled();
+    }
+    // Leases are renewed through the drain; only now can they lapse.
+    this.leases.stop();
+    await this.heartbeat.stop().catch((err) => log.warn("could not remove heartbeat", { err }));
+    await this.cancels.stop();
+    await this.hub.close();
+    await closeRedis(this.blocking);
+    await closeRedis(this.conn);
+  }
+}
