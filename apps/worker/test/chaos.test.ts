@@ -143,7 +143,7 @@ describe("chaos", () => {
     expect(broken.slice(0, 5)).toEqual([]);
 
     // Nothing left behind in the queue.
-    expect(await client.queueDepth("default")).toEqual({ waiting: 0, inFlight: 0, delayed: 0 });
+    expect(await client.fleet.queueDepth("default")).toEqual({ waiting: 0, inFlight: 0, delayed: 0 });
     console.log(JSON.stringify({ chaos: { tasks: TASKS, kills, reclaimed, workersStarted: started, outcomes: Object.fromEntries(outcomes) } }));
     for (const c of live) c.kill("SIGTERM");
   }, 200_000);

@@ -85,7 +85,7 @@ describe("flotilla-worker processes", () => {
     await a.exited;
     const fleet = await waitFor(
       async () => {
-        const f = await client.getFleetStatus({ deadAfterMs: 700 });
+        const f = await client.fleet.status({ deadAfterMs: 700 });
         return f.workers.find((w) => w.workerId === "proc-a")?.alive === false ? f : undefined;
       },
       { what: "proc-a marked dead" },
@@ -95,7 +95,7 @@ describe("flotilla-worker processes", () => {
     // SIGTERM drains and exits 0, removing its record at once.
     b.child.kill("SIGTERM");
     expect(await b.exited).toBe(0);
-    const after = await client.getFleetStatus();
+    const after = await client.fleet.status();
     expect(after.workers.find((w) => w.workerId === "proc-b")).toBeUndefined();
     expect(b.logs.some((l) => l.includes('"msg":"draining"'))).toBe(true);
   });
@@ -189,7 +189,7 @@ describe("flotilla-worker processes", () => {
     expect(mine.filter(([, n]) => n !== "1")).toEqual([]);
     const handedBack = (await Promise.all(handles.map((h) => h.status()))).filter((s) => s.attempt > 1).length;
     expect(a.logs.some((l) => l.includes('"msg":"draining"'))).toBe(true);
-    expect(await client.queueDepth("default")).toEqual({ waiting: 0, inFlight: 0, delayed: 0 });
+    expect(await client.fleet.queueDepth("default")).toEqual({ waiting: 0, inFlight: 0, delayed: 0 });
     console.log(JSON.stringify({ sigtermBurst: { tasks: 300, handedBack } }));
     b.child.kill("SIGTERM");
     expect(await b.exited).toBe(0);

@@ -1,42 +1,33 @@
 import { randomUUID } from "node:crypto";
 import { Broker, type DeadLetter } from "@flotilla/broker";
-import { createKeys, DuplicateTaskError, ErrorCodes, FlotillaError, type JsonValue, JsonValueSchema, type Keys, type Message, newId, parseInput, QueueNameSchema, type ResolvedSubmitOptions, type Retention, type RetentionOptions, type RunnableSpec, RunnableSpecSchema, resolveRetention, type Serializable, type SubmitOptions, SubmitOptionsSchema, splitTaskId, TaskIdSchema, TaskStatusSchema, taskIdOf, ValidationError } from "@flotilla/core";
-import { closeRedis, type OwnedRedis, openRedis, type RedisConnection, SubscriberHub, withRedis } from "@flotilla/core/redis";
+import {
+  createKeys,
+  DuplicateTaskError,
+  ErrorCodes,
+  type JsonValue,
+  type Keys,
+  LifecycleError,
+  parseInput,
+  QueueNameSchema,
+  type SubmitOptions,
+  TaskIdSchema,
+  TaskStatusSchema,
+  ValidationError,
+} from "@flotilla/core";
+import { closeRedis, type OwnedRedis, openRedis, SubscriberHub, withRedis } from "@flotilla/core/redis";
 import { StatusFeed } from "@flotilla/events";
-import { type FleetStatus, type FleetStatusOptions, getFleetStatus } from "@flotilla/health";
-import { checkConversationId, loadHistory, type MemoryStore, MemoryStores } from "@flotilla/memory";
-import { defaultMetrics, type FlotillaMetrics, injectTrace, METRICS, SpanKind, withSpan } from "@flotilla/metrics";
+import type { FleetStatus, FleetStatusOptions } from "@flotilla/health";
+import { MemoryStores } from "@flotilla/memory";
+import { injectTrace, METRICS, SpanKind, withSpan } from "@flotilla/metrics";
 import { type ListTasksOptions, type NewTask, type TaskPage, TaskStore } from "@flotilla/store";
 import { z } from "zod";
 import type { ClientContext } from "./context.ts";
+import { type Conversation, ConversationsClient } from "./conversations-client.ts";
+import { DeadLettersClient } from "./dead-letters-client.ts";
+import { FleetClient, type QueueDepth } from "./fleet-client.ts";
+import { type ClientOptions, type ResolvedClientOptions, resolveClientOptions } from "./options.ts";
+import { type AgentLike, prepareSubmission, type Submission } from "./submission.ts";
 import { TaskHandle } from "./task-handle.ts";
-
-export interface ClientOptions {
-  /** Redis URL, ioredis options or instance. @default process.env.REDIS_URL ?? "redis://127.0.0.1:6379" */
-  redis?: RedisConnection;
-  /** Key prefix shared with the workers. @default "flotilla" */
-  prefix?: string;
-  retention?: RetentionOptions;
-  /** Largest accepted payload (agent + input) as JSON. @default 1_048_576 */
-  maxPayloadBytes?: number;
-  /** How long to wait for Redis to answer before a ConnectionError. @default 5_000 */
-  connectTimeoutMs?: number;
-  /** Memory stores by name, for `conversation()`; `redis` (this client's connection) is built in. */
-  memory?: Record<string, MemoryStore>;
-  /** Where submit counts go (OpenTelemetry, and readable with `snapshot()`). @default defaultMetrics() */
-  metrics?: FlotillaMetrics;
-}
-
-/** Anything `submit` accepts as an agent: an object with `toJSON()` (Agent, Swarm) or its plain JSON. */
-export type AgentLike = Serializable | RunnableSpec;
-
-/** A conversation kept by a memory store, as the client reads it. */
-export interface Conversation {
-  /** Its messages, oldest first (a retried task's earlier attempts left out). */
-  messages(): Promise<Message[]>;
-  /** Forgets it. */
-  clear(): Promise<void>;
-}
 
 const ListOptionsSchema = z
   .object({
@@ -48,45 +39,42 @@ const ListOptionsSchema = z
   .strict();
 
 /**
- * The application's side of Flotilla: submits agent runs and hands back TaskHandles.
- * It never loads the agent runtime: agents travel as their JSON.
+ * The application's side of Flotilla: submits agent runs and hands back TaskHandles. A small
+ * façade: submitting and listing here, the rest in sub-clients — `deadLetters`, `fleet`,
+ * `conversations`. It never loads the agent runtime: agents travel as their JSON.
  */
 export class FlotillaClient {
   readonly keys: Keys;
+  /** Dead letters: list, inspect and re-queue the entries that could not run. */
+  readonly deadLetters: DeadLettersClient;
+  /** The fleet: its workers, and the depth of each queue. */
+  readonly fleet: FleetClient;
+  /** Conversations agents remember across tasks. */
+  readonly conversations: ConversationsClient;
+  private readonly options: ResolvedClientOptions;
   private readonly conn: OwnedRedis;
-  private readonly retention: Retention;
   private readonly store: TaskStore;
   private readonly broker: Broker;
-  private readonly maxPayloadBytes: number;
-  private readonly redisOption: RedisConnection | undefined;
-  private readonly connectTimeoutMs: number;
+  private readonly ctx: ClientContext;
   private hubPromise: Promise<SubscriberHub> | undefined;
   private feed: StatusFeed | undefined;
   /** Queues whose consumer group and registry entry this client has made sure of. */
   private readonly knownQueues = new Set<string>();
-  private readonly memoryStores: MemoryStores;
-  private readonly metrics: FlotillaMetrics;
-  private readonly ctx: ClientContext;
   private closed = false;
 
   constructor(options: ClientOptions = {}) {
-    this.redisOption = options.redis ?? process.env.REDIS_URL;
-    this.connectTimeoutMs = options.connectTimeoutMs ?? 5000;
-    this.keys = createKeys(options.prefix);
-    this.retention = resolveRetention(options.retention);
-    this.maxPayloadBytes = options.maxPayloadBytes ?? 1_048_576;
-    this.memoryStores = new MemoryStores(options.memory, () => this.conn.redis, this.keys.prefix, "client");
-    this.metrics = options.metrics ?? defaultMetrics();
-    this.conn = openRedis(this.redisOption, "command", { failFast: true, connectTimeoutMs: this.connectTimeoutMs });
+    this.options = resolveClientOptions(options);
+    const o = this.options;
+    this.keys = createKeys(o.prefix);
+    this.conn = openRedis(o.redis, "command", { failFast: true, connectTimeoutMs: o.connectTimeoutMs });
     this.conn.redis.on("error", () => {}); // surfaced per command as ConnectionError
-    this.store = new TaskStore(this.conn.redis, this.keys, this.retention);
-    this.broker = new Broker(this.conn.redis, this.keys);
+    this.store = new TaskStore(this.conn.redis, this.keys, o.retention);
+    this.broker = new Broker(this.conn.redis, this.keys, { deadLetterMaxLen: o.retention.deadLetterMaxLen });
     this.ctx = {
       redis: this.conn.redis,
       keys: this.keys,
-      retention: this.retention,
+      retention: o.retention,
       store: this.store,
-      broker: this.broker,
       hub: () => this.hub(),
       statusFeed: async () => {
         const hub = await this.hub();
@@ -94,6 +82,9 @@ export class FlotillaClient {
         return this.feed;
       },
     };
+    this.deadLetters = new DeadLettersClient(this.ctx, this.broker);
+    this.fleet = new FleetClient(this.ctx, this.broker);
+    this.conversations = new ConversationsClient(this.ctx, new MemoryStores(o.memory, () => this.conn.redis, this.keys.prefix, "client"));
   }
 
   /**
@@ -103,62 +94,34 @@ export class FlotillaClient {
    */
   async submit(agent: AgentLike, input: JsonValue, options: SubmitOptions = {}): Promise<TaskHandle> {
     this.assertOpen();
-    const spec = parseInput(RunnableSpecSchema, serialise(agent), "agent");
-    const opts = parseInput(SubmitOptionsSchema, options, "options");
-    const value = parseInput(JsonValueSchema, input, "input");
-    const payload = JSON.stringify({ agent: spec, input: value });
-    if (Buffer.byteLength(payload) > this.maxPayloadBytes) {
-      throw new ValidationError("input", [
-        { path: "input", message: `payload is ${Buffer.byteLength(payload)} bytes; the limit is ${this.maxPayloadBytes}` },
-      ]);
-    }
-    const taskId = taskIdOf(opts.queue, nameFor(opts));
+    const s = prepareSubmission(agent, input, options, this.options.maxPayloadBytes, Date.now());
     const redis = this.conn.redis;
-    const now = Date.now();
-    const runAt = opts.runAt ?? (opts.delayMs === undefined ? undefined : now + opts.delayMs);
-    const attributes = { "flotilla.task_id": taskId, "flotilla.queue": opts.queue, "flotilla.agent": spec.name };
-    return withSpan("flotilla.submit", { kind: SpanKind.PRODUCER, attributes }, () => withRedis(redis, async () => {
-      let idemKey: string | undefined;
-      if (opts.idempotencyKey !== undefined) {
-        idemKey = this.keys.idempotency(opts.idempotencyKey);
-        const [[setErr, set] = [], [getErr, firstId] = []] =
-          (await redis.pipeline().set(idemKey, taskId, "PX", opts.idempotencyWindowMs, "NX").get(idemKey).exec()) ?? [];
-        if (setErr ?? getErr) throw setErr ?? getErr;
-        // Taken: the first submit's task. (Null only if the key expired between SET and GET: go on as new.)
-        if (set !== "OK" && typeof firstId === "string") return new TaskHandle(this.ctx, firstId);
-      }
-      try {
-        const handle = await this.createAndEnqueue(taskId, spec.name, payload, now, runAt, opts);
-        this.metrics.add(METRICS.submitted, 1, { queue: opts.queue, agent: spec.name });
-        return handle;
-      } catch (err) {
-        // The key must not point at a task that was never made.
-        if (idemKey) await redis.del(idemKey).catch(() => {});
-        throw err;
-      }
-    }));
-  }
-
-  private async createAndEnqueue(
-    taskId: string,
-    agent: string,
-    payload: string,
-    now: number,
-    runAt: number | undefined,
-    opts: ResolvedSubmitOptions,
-  ): Promise<TaskHandle> {
-    await this.knowQueue(opts.queue);
-    // Record and entry are written by one script: there is never a record that no worker will see.
-    const created = await this.store.create(this.newTask(taskId, agent, payload, now, runAt, opts));
-    if (!created) throw new DuplicateTaskError(taskId);
-    return new TaskHandle(this.ctx, taskId);
-  }
-
-  private async knowQueue(queue: string): Promise<void> {
-    if (this.knownQueues.has(queue)) return;
-    await this.broker.ensureGroup(queue);
-    await this.store.registerQueue(queue);
-    this.knownQueues.add(queue);
+    const attributes = { "flotilla.task_id": s.taskId, "flotilla.queue": s.options.queue, "flotilla.agent": s.agent.name };
+    return withSpan("flotilla.submit", { kind: SpanKind.PRODUCER, attributes }, () =>
+      withRedis(redis, async () => {
+        let idemKey: string | undefined;
+        if (s.options.idempotencyKey !== undefined) {
+          idemKey = this.keys.idempotency(s.options.idempotencyKey);
+          const [[setErr, set] = [], [getErr, firstId] = []] =
+            (await redis.pipeline().set(idemKey, s.taskId, "PX", s.options.idempotencyWindowMs, "NX").get(idemKey).exec()) ?? [];
+          if (setErr ?? getErr) throw setErr ?? getErr;
+          // Taken: the first submit's task. (Null only if the key expired between SET and GET: go on as new.)
+          if (set !== "OK" && typeof firstId === "string") return new TaskHandle(this.ctx, firstId);
+        }
+        try {
+          await this.knowQueue(s.options.queue);
+          // Record and entry are written by one script: there is never a record that no worker will see.
+          const created = await this.store.create(this.newTask(s));
+          if (!created) throw new DuplicateTaskError(s.taskId);
+          this.options.metrics.add(METRICS.submitted, 1, { queue: s.options.queue, agent: s.agent.name });
+          return new TaskHandle(this.ctx, s.taskId);
+        } catch (err) {
+          // The key must not point at a task that was never made.
+          if (idemKey) await redis.del(idemKey).catch(() => {});
+          throw err;
+        }
+      }),
+    );
   }
 
   /**
@@ -174,95 +137,53 @@ export class FlotillaClient {
     const now = Date.now();
     const prepared = items.map((item, i) => {
       try {
-        const spec = parseInput(RunnableSpecSchema, serialise(item.agent), "agent");
-        const opts = parseInput(SubmitOptionsSchema, item.options ?? {}, "options");
-        if (opts.idempotencyKey !== undefined) {
-          throw new ValidationError("options", [{ path: "idempotencyKey", message: "not supported by submitMany" }]);
-        }
-        const payload = JSON.stringify({ agent: spec, input: parseInput(JsonValueSchema, item.input, "input") });
-        if (Buffer.byteLength(payload) > this.maxPayloadBytes) {
-          throw new ValidationError("input", [{ path: "input", message: `payload is over ${this.maxPayloadBytes} bytes` }]);
-        }
-        const runAt = opts.runAt ?? (opts.delayMs === undefined ? undefined : now + opts.delayMs);
-        return { taskId: taskIdOf(opts.queue, nameFor(opts)), agent: spec.name, payload, runAt, opts };
+        if (item.options?.idempotencyKey !== undefined) throw ValidationError.of("options", "idempotencyKey", "not supported by submitMany");
+        return prepareSubmission(item.agent, item.input, item.options ?? {}, this.options.maxPayloadBytes, now);
       } catch (err) {
         if (!(err instanceof ValidationError)) throw err;
-        const issues = err.issues.map((issue) => ({ ...issue, path: `items.${i}.${issue.path || err.field}` }));
-        throw new ValidationError("items", issues);
+        throw new ValidationError(
+          "items",
+          err.issues.map((issue) => ({ ...issue, path: `items.${i}.${issue.path || err.field}` })),
+        );
       }
     });
     const redis = this.conn.redis;
-    return withSpan("flotilla.submit", { kind: SpanKind.PRODUCER, attributes: { "flotilla.tasks": prepared.length } }, () => withRedis(redis, async () => {
-      const byQueue = new Map<string, number[]>();
-      for (const [i, p] of prepared.entries()) byQueue.set(p.opts.queue, [...(byQueue.get(p.opts.queue) ?? []), i]);
-      for (const queue of byQueue.keys()) await this.knowQueue(queue);
-      const created: boolean[] = new Array(prepared.length).fill(false);
-      await Promise.all(
-        [...byQueue].map(async ([queue, indexes]) => {
-          const tasks = indexes.map((i) => {
-            const p = prepared[i]!;
-            const task = this.newTask(p.taskId, p.agent, p.payload, now, p.runAt, p.opts);
-            return p.opts.taskId === undefined ? task : { ...task, submitId: randomUUID() };
-          });
-          const replies = await this.store.createMany(queue, tasks);
-          indexes.forEach((i, j) => {
-            created[i] = replies[j] === true;
-          });
-        }),
-      );
-      const handles: TaskHandle[] = [];
-      const taken: string[] = [];
-      prepared.forEach((p, i) => {
-        if (created[i]) {
-          handles.push(new TaskHandle(this.ctx, p.taskId));
-          this.metrics.add(METRICS.submitted, 1, { queue: p.opts.queue, agent: p.agent });
-        } else taken.push(p.taskId);
-      });
-      if (taken.length) {
-        const error = new DuplicateTaskError(taken[0]!);
-        Object.assign(error, { details: { taken, handles } });
-        throw error;
-      }
-      return handles;
-    }));
-  }
-
-  private newTask(taskId: string, agent: string, payload: string, now: number, runAt: number | undefined, opts: ResolvedSubmitOptions): NewTask {
-    return {
-      taskId,
-      queue: opts.queue,
-      agent,
-      payload,
-      createdAt: now,
-      detailed: opts.detailed,
-      maxRetries: opts.maxRetries,
-      maxDeliveries: opts.maxDeliveries,
-      timeoutMs: opts.timeoutMs,
-      metadata: opts.metadata,
-      backoff: opts.backoff,
-      runAt,
-      priority: opts.priority,
-      trace: traceOf(),
-    };
+    return withSpan("flotilla.submit", { kind: SpanKind.PRODUCER, attributes: { "flotilla.tasks": prepared.length } }, () =>
+      withRedis(redis, async () => {
+        const byQueue = new Map<string, number[]>();
+        for (const [i, p] of prepared.entries()) byQueue.set(p.options.queue, [...(byQueue.get(p.options.queue) ?? []), i]);
+        for (const queue of byQueue.keys()) await this.knowQueue(queue);
+        const created: boolean[] = new Array(prepared.length).fill(false);
+        await Promise.all(
+          [...byQueue].map(async ([queue, indexes]) => {
+            const tasks = indexes.map((i) => {
+              const p = prepared[i]!;
+              const task = this.newTask(p);
+              return p.options.taskId === undefined ? task : { ...task, submitId: randomUUID() };
+            });
+            const replies = await this.store.createMany(queue, tasks);
+            indexes.forEach((i, j) => {
+              created[i] = replies[j] === true;
+            });
+          }),
+        );
+        const handles: TaskHandle[] = [];
+        const taken: string[] = [];
+        prepared.forEach((p, i) => {
+          if (created[i]) {
+            handles.push(new TaskHandle(this.ctx, p.taskId));
+            this.options.metrics.add(METRICS.submitted, 1, { queue: p.options.queue, agent: p.agent.name });
+          } else taken.push(p.taskId);
+        });
+        if (taken.length) throw new DuplicateTaskError(taken[0]!, { details: { taken, handles } });
+        return handles;
+      }),
+    );
   }
 
   /** Re-attaches to a task by id (from any process). */
   handle(taskId: string): TaskHandle {
     return new TaskHandle(this.ctx, parseInput(TaskIdSchema, taskId, "taskId"));
-  }
-
-  /**
-   * A conversation agents remember across tasks (tasks name it in `metadata.memory`). `store`
-   * names a store given in `options.memory`, or `redis` (the default) for this client's Redis.
-   */
-  conversation(conversationId: string, store = "redis"): Conversation {
-    const id = checkConversationId(conversationId);
-    const memory = this.memoryStores.get(store);
-    const redis = this.conn.redis;
-    return {
-      messages: () => withRedis(redis, () => loadHistory(memory, id)),
-      clear: () => withRedis(redis, () => memory.clear(id)),
-    };
   }
 
   /** Tasks newest first, optionally filtered; pass `nextCursor` back for the next page. */
@@ -271,46 +192,34 @@ export class FlotillaClient {
     return withRedis(this.conn.redis, () => this.store.list(opts));
   }
 
-  async getFleetStatus(options: FleetStatusOptions = {}): Promise<FleetStatus> {
-    return withRedis(this.conn.redis, () => getFleetStatus(this.conn.redis, this.keys, options));
+  /** @deprecated since 0.1: use `client.conversations.get(conversationId, store)`; removed in the next major. */
+  conversation(conversationId: string, store = "redis"): Conversation {
+    return this.conversations.get(conversationId, store);
   }
 
-  /** Entries of a queue that could not be run, oldest first, with the reason. */
-  async listDeadLetters(queue = "default", options: { count?: number; after?: string } = {}): Promise<DeadLetter[]> {
-    const q = parseInput(QueueNameSchema, queue, "queue");
-    return withRedis(this.conn.redis, () => this.broker.listDeadLetters(q, options));
+  /** @deprecated since 0.1: use `client.fleet.status()`; removed in the next major. */
+  getFleetStatus(options: FleetStatusOptions = {}): Promise<FleetStatus> {
+    return this.fleet.status(options);
   }
 
-  async getDeadLetter(queue: string, deadLetterId: string): Promise<DeadLetter | undefined> {
-    const q = parseInput(QueueNameSchema, queue, "queue");
-    return withRedis(this.conn.redis, () => this.broker.getDeadLetter(q, deadLetterId));
+  /** @deprecated since 0.1: use `client.fleet.queueDepth(queue)`; removed in the next major. */
+  queueDepth(queue = "default"): Promise<QueueDepth> {
+    return this.fleet.queueDepth(queue);
   }
 
-  /**
-   * Sends a dead-lettered task back to its queue for another run: the task returns to PENDING with
-   * its retries and delivery allowance reset, and the dead letter is removed.
-   */
-  async requeueDeadLetter(queue: string, deadLetterId: string): Promise<TaskHandle> {
-    const q = parseInput(QueueNameSchema, queue, "queue");
-    return withRedis(this.conn.redis, async () => {
-      const letter = await this.broker.getDeadLetter(q, deadLetterId);
-      if (!letter) throw new FlotillaError(ErrorCodes.TASK_NOT_FOUND, `no dead letter ${deadLetterId} in queue "${q}"`);
-      if (!letter.taskId) {
-        throw new FlotillaError(ErrorCodes.VALIDATION, `dead letter ${deadLetterId} is a malformed entry with no task to re-queue`);
-      }
-      const revived = await this.store.requeueDeadLetter({ ...letter, taskId: letter.taskId });
-      if (revived.outcome === "gone") throw new FlotillaError(ErrorCodes.TASK_NOT_FOUND, `no dead letter ${deadLetterId} in queue "${q}"`);
-      if (revived.outcome === "refused") {
-        throw new FlotillaError(ErrorCodes.VALIDATION, `task ${letter.taskId} is ${revived.status ?? "gone"}; only FAILED tasks can be re-queued`);
-      }
-      return new TaskHandle(this.ctx, letter.taskId);
-    });
+  /** @deprecated since 0.1: use `client.deadLetters.list(queue, options)`; removed in the next major. */
+  listDeadLetters(queue = "default", options: { count?: number; after?: string } = {}): Promise<DeadLetter[]> {
+    return this.deadLetters.list(queue, options);
   }
 
-  /** Waiting, in-flight and delayed entries of a queue. */
-  async queueDepth(queue = "default"): Promise<{ waiting: number; inFlight: number; delayed: number }> {
-    const q = parseInput(QueueNameSchema, queue, "queue");
-    return withRedis(this.conn.redis, () => this.broker.depth(q));
+  /** @deprecated since 0.1: use `client.deadLetters.get(queue, id)`; removed in the next major. */
+  getDeadLetter(queue: string, deadLetterId: string): Promise<DeadLetter | undefined> {
+    return this.deadLetters.get(queue, deadLetterId);
+  }
+
+  /** @deprecated since 0.1: use `client.deadLetters.requeue(queue, id)`; removed in the next major. */
+  requeueDeadLetter(queue: string, deadLetterId: string): Promise<TaskHandle> {
+    return this.deadLetters.requeue(queue, deadLetterId);
   }
 
   async close(): Promise<void> {
@@ -324,18 +233,44 @@ export class FlotillaClient {
     await closeRedis(this.conn);
   }
 
+  private async knowQueue(queue: string): Promise<void> {
+    if (this.knownQueues.has(queue)) return;
+    await this.broker.ensureGroup(queue);
+    await this.store.registerQueue(queue);
+    this.knownQueues.add(queue);
+  }
+
+  private newTask(s: Submission): NewTask {
+    const o = s.options;
+    return {
+      taskId: s.taskId,
+      queue: o.queue,
+      agent: s.agent.name,
+      payload: s.payload,
+      createdAt: s.createdAt,
+      detailed: o.detailed,
+      maxRetries: o.maxRetries,
+      maxDeliveries: o.maxDeliveries,
+      timeoutMs: o.timeoutMs,
+      metadata: o.metadata,
+      backoff: o.backoff,
+      runAt: s.runAt,
+      priority: o.priority,
+      trace: traceOf(),
+    };
+  }
+
   private hub(): Promise<SubscriberHub> {
     this.assertOpen();
+    const o = this.options;
     this.hubPromise ??= Promise.resolve(
-      new SubscriberHub(openRedis(this.redisOption, "subscriber", { failFast: true, connectTimeoutMs: this.connectTimeoutMs }), {
-        readyTimeoutMs: this.connectTimeoutMs,
-      }),
+      new SubscriberHub(openRedis(o.redis, "subscriber", { failFast: true, connectTimeoutMs: o.connectTimeoutMs }), { readyTimeoutMs: o.connectTimeoutMs }),
     );
     return this.hubPromise;
   }
 
   private assertOpen(): void {
-    if (this.closed) throw new FlotillaError(ErrorCodes.CLOSED, "this FlotillaClient is closed");
+    if (this.closed) throw new LifecycleError(ErrorCodes.CLOSED, "this FlotillaClient is closed");
   }
 }
 
@@ -343,20 +278,4 @@ export class FlotillaClient {
 function traceOf(): string | undefined {
   const carrier = injectTrace();
   return carrier && JSON.stringify(carrier);
-}
-
-/** The task's name in its queue: the caller's `taskId` (a name, or `<queue>/<name>` of this queue), else a new id. */
-function nameFor(opts: ResolvedSubmitOptions): string {
-  if (opts.taskId === undefined) return newId();
-  if (!opts.taskId.includes("/")) return opts.taskId;
-  const { queue, name } = splitTaskId(opts.taskId);
-  if (queue !== opts.queue) {
-    throw new ValidationError("options", [{ path: "taskId", message: `task id "${opts.taskId}" names queue "${queue}", but the task is submitted to "${opts.queue}"` }]);
-  }
-  return name;
-}
-
-function serialise(agent: AgentLike): unknown {
-  if (agent && typeof (agent as Serializable).toJSON === "function") return (agent as Serializable).toJSON();
-  return agent;
 }

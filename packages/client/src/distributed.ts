@@ -1,12 +1,13 @@
-import type { JsonValue, SubmitOptions } from "@flotilla/core";
-import { type AgentLike, FlotillaClient } from "./client.ts";
+import { DEFAULTS, type JsonValue, type SubmitOptions } from "@flotilla/core";
+import { FlotillaClient } from "./client.ts";
+import type { AgentLike } from "./submission.ts";
 import type { TaskHandle } from "./task-handle.ts";
 
 let defaultClient: FlotillaClient | undefined;
 
 /** The client `distributed()` uses when none is passed: REDIS_URL and FLOTILLA_PREFIX from the environment. */
 export function defaultFlotillaClient(): FlotillaClient {
-  defaultClient ??= new FlotillaClient({ prefix: process.env.FLOTILLA_PREFIX ?? "flotilla" });
+  defaultClient ??= new FlotillaClient({ prefix: process.env.FLOTILLA_PREFIX ?? DEFAULTS.prefix });
   return defaultClient;
 }
 

@@ -1,21 +1,30 @@
+export type { DeadLetter } from "@flotilla/broker";
 export type { CancelOutcome } from "@flotilla/cancel";
 export {
   ConnectionError,
+  DeadLetterNotFoundError,
   DuplicateTaskError,
   ErrorCodes,
   FlotillaError,
   type JsonValue,
+  LifecycleError,
   type SubmitOptions,
   TaskCancelledError,
   TaskFailedError,
   TaskNotFoundError,
   type TaskStatus,
+  UnrecoverableError,
   ValidationError,
   WaitTimeoutError,
 } from "@flotilla/core";
 export type { FlotillaEvent } from "@flotilla/events";
-export type { FleetStatus, WorkerStatus } from "@flotilla/health";
-export type { TaskPage, TaskResult } from "@flotilla/store";
-export * from "./client.ts";
-export * from "./distributed.ts";
-export * from "./task-handle.ts";
+export type { FleetStatus, FleetStatusOptions, WorkerStatus } from "@flotilla/health";
+export type { ListTasksOptions, TaskPage, TaskResult } from "@flotilla/store";
+export { FlotillaClient } from "./client.ts";
+export type { Conversation, ConversationsClient } from "./conversations-client.ts";
+export type { DeadLettersClient } from "./dead-letters-client.ts";
+export { closeDefaultClient, type DistributedOptions, defaultFlotillaClient, distributed } from "./distributed.ts";
+export type { FleetClient, QueueDepth } from "./fleet-client.ts";
+export type { ClientOptions } from "./options.ts";
+export { type AgentLike, prepareSubmission, type Submission } from "./submission.ts";
+export { type ResultOptions, type StreamOptions, TaskHandle } from "./task-handle.ts";

@@ -66,9 +66,11 @@ export class TaskHandle {
     const expired = new Promise<"timeout">((resolve) => {
       if (timeoutMs !== undefined) timer = setTimeout(() => resolve("timeout"), timeoutMs);
     });
+    let onAbort: (() => void) | undefined;
     const aborted = new Promise<"aborted">((resolve) => {
-      if (signal?.aborted) resolve("aborted");
-      signal?.addEventListener("abort", () => resolve("aborted"), { once: true });
+      onAbort = () => resolve("aborted");
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener("abort", onAbort, { once: true });
     });
     try {
       for (;;) {
@@ -97,6 +99,8 @@ export class TaskHandle {
       }
     } finally {
       clearTimeout(timer);
+      // A long-lived signal (an application's shutdown signal, say) must not collect a listener per call.
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
       stopReconnect();
       unwatch();
     }

@@ -128,7 +128,7 @@ describe("agents on a real OpenAI-compatible endpoint (a local chat-completions 
       ]);
       // Any client reads the conversation back through the same store (redis is built in).
       const reader = new FlotillaClient({ redis: redisUrl(), prefix: env.prefix, memory: { sqlite, postgres } });
-      const conversation = reader.conversation(conversationId, store);
+      const conversation = reader.conversations.get(conversationId, store);
       expect((await conversation.messages()).map((m) => [m.role, m.content])).toEqual([
         ["user", "My name is Ada."],
         ["assistant", "Nice to meet you, Ada."],
@@ -147,7 +147,7 @@ describe("agents on a real OpenAI-compatible endpoint (a local chat-completions 
     server.reply({ toolCalls: [{ id: "call_9", name: "lookup", args: { word: "mast" } }] }, { status: 400, message: "the second turn fails" });
     const handle = await env.client().submit(local("unlucky", { tools: ["lookup"] }), "How long is mast?", { metadata: { memory: { conversationId } } });
     await expect(handle.result()).rejects.toBeInstanceOf(TaskFailedError);
-    const messages = await env.client().conversation(conversationId).messages();
+    const messages = await env.client().conversations.get(conversationId).messages();
     expect(messages).toEqual([
       { role: "user", content: "How long is mast?" },
       { role: "assistant", content: "", toolCalls: [{ toolCallId: "call_9", name: "lookup", args: { word: "mast" } }] },
@@ -210,7 +210,7 @@ describe("structured output, swarms and unknown models (scripted model)", () => 
     const record = await handle.status();
     expect(record).toMatchObject({ status: "FAILED", attempt: 1, error: { code: "UNKNOWN_PROVIDER" } });
     // A store the client was not given is a typed error too.
-    expect(() => env.client().conversation("c1", "sqlite")).toThrow(/no memory store "sqlite"/);
+    expect(() => env.client().conversations.get("c1", "sqlite")).toThrow(/no memory store "sqlite"/);
     expect(record.error?.message).toMatch(/"nowhere:big-model"/);
   });
 });

@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { Agent } from "@flotilla/agent";
 import { createKeys } from "@flotilla/core";
 import { waitFor } from "@flotilla/tooling/test-utils";
@@ -153,8 +154,48 @@ describe("FlotillaClient", () => {
 
   it("shows the fleet", async () => {
     const w = await env.worker({ queues: ["fleet"], concurrency: 2 });
-    const fleet = await env.client().getFleetStatus();
+    const fleet = await env.client().fleet.status();
     expect(fleet.workers.find((x) => x.workerId === w.workerId)).toMatchObject({ alive: true, queues: ["fleet"], concurrency: 2 });
+  });
+
+  it("result() leaves no listener on a long-lived signal once it returns", async () => {
+    await env.worker();
+    const client = env.client();
+    const shutdown = new AbortController();
+    for (let i = 0; i < 3; i++) await (await client.submit(echo(), `r${i}`)).result({ signal: shutdown.signal });
+    const waiting = (await client.submit(echo(), "cut short", { queue: "nobody-serves" })).result({ signal: shutdown.signal, timeoutMs: 50 });
+    await expect(waiting).rejects.toBeInstanceOf(WaitTimeoutError);
+    expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(0);
+  });
+
+  it("keeps the admin calls' old names working beside the sub-clients", async () => {
+    const client = env.client();
+    await client.submit(echo(), "waiting", { queue: "aliases" });
+    expect(await client.queueDepth("aliases")).toEqual(await client.fleet.queueDepth("aliases"));
+    expect(await client.queueDepth("aliases")).toMatchObject({ waiting: 1 });
+    expect(await client.listDeadLetters("aliases")).toEqual(await client.deadLetters.list("aliases"));
+    expect(await client.getDeadLetter("aliases", "0-1")).toBeUndefined();
+    await expect(client.requeueDeadLetter("aliases", "0-1")).rejects.toMatchObject({ code: "DEAD_LETTER_NOT_FOUND" });
+    expect((await client.getFleetStatus()).workers).toEqual((await client.fleet.status()).workers);
+    expect(await client.conversation("c-alias").messages()).toEqual([]);
+  });
+
+  it("submit and submitMany refuse the same bad input with the same message", async () => {
+    const client = env.client();
+    const bad: Array<[unknown, unknown, unknown]> = [
+      [{ name: "a", model: "no-colon" }, "x", {}],
+      [echo(), "x", { queue: "bad{queue}" }],
+      [echo(), "x".repeat(2_000_000), {}],
+      [echo(), "x", { taskId: "other/name", queue: "mine" }],
+    ];
+    for (const [agent, input, options] of bad) {
+      const one = (await client.submit(agent as never, input as never, options as never).catch((e: unknown) => e)) as ValidationError;
+      const many = (await client.submitMany([{ agent: agent as never, input: input as never, options: options as never }]).catch((e: unknown) => e)) as ValidationError;
+      expect(one).toBeInstanceOf(ValidationError);
+      expect(many).toBeInstanceOf(ValidationError);
+      expect(many.field).toBe(`items.0.${one.field}`);
+      expect(many.issues[0]!.message).toBe(one.issues[0]!.message);
+    }
   });
 
   it("distributed() submits through the given client", async () => {

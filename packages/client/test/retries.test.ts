@@ -46,7 +46,7 @@ describe("retries", () => {
       "transient failure 1",
       "transient failure 2",
     ]);
-    expect(await client.listDeadLetters("retry")).toEqual([]);
+    expect(await client.deadLetters.list("retry")).toEqual([]);
   });
 
   it("gives each retry a fresh timeout", async () => {
@@ -93,7 +93,7 @@ describe("retries", () => {
     const handle = await client.submit(agent, "x", { queue: "doomed", maxRetries: 1, backoff: { delayMs: 10 } });
     await expect(handle.result({ timeoutMs: 10_000 })).rejects.toBeInstanceOf(TaskFailedError);
     const [letter] = await waitFor(async () => {
-      const l = await client.listDeadLetters("doomed");
+      const l = await client.deadLetters.list("doomed");
       return l.length ? l : undefined;
     });
     expect(letter).toMatchObject({
@@ -101,18 +101,18 @@ describe("retries", () => {
       extra: { attempts: 2, lastError: { message: "still broken on attempt 2", code: "AGENT_ERROR" } },
     });
     expect(letter!.reason).toMatch(/failed after 2 attempts: \[AGENT_ERROR\] still broken on attempt 2/);
-    expect(await client.getDeadLetter("doomed", letter!.id)).toMatchObject({ taskId: handle.taskId });
+    expect(await client.deadLetters.get("doomed", letter!.id)).toMatchObject({ taskId: handle.taskId });
 
     healed = true;
-    const again = await client.requeueDeadLetter("doomed", letter!.id);
+    const again = await client.deadLetters.requeue("doomed", letter!.id);
     expect(again.taskId).toBe(handle.taskId);
     expect(await again.result({ timeoutMs: 10_000 })).toBe("healed");
     expect(await again.status()).toMatchObject({ status: "COMPLETED", attempt: 3 });
-    expect(await client.listDeadLetters("doomed")).toEqual([]);
+    expect(await client.deadLetters.list("doomed")).toEqual([]);
     // Its stream starts afresh with the new run.
     const statuses = (await collect(again.stream())).filter((e) => e.type === "status").map((e) => (e as { status: string }).status);
     expect(statuses).toEqual(["running", "completed"]);
-    await expect(client.requeueDeadLetter("doomed", letter!.id)).rejects.toMatchObject({ code: "TASK_NOT_FOUND" });
+    await expect(client.deadLetters.requeue("doomed", letter!.id)).rejects.toMatchObject({ code: "DEAD_LETTER_NOT_FOUND", name: "DeadLetterNotFoundError" });
   });
 });
 
@@ -123,7 +123,7 @@ describe("delayed and scheduled tasks", () => {
     const client = env.client();
     await Promise.all([env.worker({ queues: ["later"], promoteIntervalMs: 50 }), env.worker({ queues: ["later"], promoteIntervalMs: 50 })]);
     const delayed = await Promise.all(Array.from({ length: 20 }, (_, i) => client.submit(agent, `d${i}`, { queue: "later", delayMs: 400 })));
-    const depth = await client.queueDepth("later");
+    const depth = await client.fleet.queueDepth("later");
     expect(depth.delayed + depth.waiting + depth.inFlight).toBeGreaterThan(0);
     expect((await delayed[0]!.status()).status).toBe("PENDING");
     const results = await Promise.all(delayed.map((h) => h.result({ timeoutMs: 10_000 })));
@@ -134,7 +134,7 @@ describe("delayed and scheduled tasks", () => {
       expect(s.startedAt! - s.createdAt).toBeGreaterThanOrEqual(400);
       expect(s.runAt).toBe(s.createdAt + 400);
     }
-    expect(await client.queueDepth("later")).toEqual({ waiting: 0, inFlight: 0, delayed: 0 });
+    expect(await client.fleet.queueDepth("later")).toEqual({ waiting: 0, inFlight: 0, delayed: 0 });
   });
 
   it("runs a task whose runAt has passed straight away, and refuses delayMs with runAt", async () => {

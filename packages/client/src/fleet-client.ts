@@ -1,0 +1,36 @@
+import type { Broker } from "@flotilla/broker";
+import { parseInput, QueueNameSchema } from "@flotilla/core";
+import { withRedis } from "@flotilla/core/redis";
+import { type FleetStatus, type FleetStatusOptions, getFleetStatus } from "@flotilla/health";
+import type { ClientContext } from "./context.ts";
+
+export interface QueueDepth {
+  /** Entries waiting to be claimed. */
+  waiting: number;
+  /** Claimed and not yet done. */
+  inFlight: number;
+  /** Held back for a retry or a scheduled start. */
+  delayed: number;
+}
+
+/** `client.fleet`: the workers and the queues they serve. */
+export class FleetClient {
+  private readonly ctx: ClientContext;
+  private readonly broker: Broker;
+
+  constructor(ctx: ClientContext, broker: Broker) {
+    this.ctx = ctx;
+    this.broker = broker;
+  }
+
+  /** Live workers with their figures, and workers that stopped beating as dead. */
+  async status(options: FleetStatusOptions = {}): Promise<FleetStatus> {
+    return withRedis(this.ctx.redis, () => getFleetStatus(this.ctx.redis, this.ctx.keys, options));
+  }
+
+  /** Waiting, in-flight and delayed entries of a queue, over its lanes. */
+  async queueDepth(queue = "default"): Promise<QueueDepth> {
+    const q = parseInput(QueueNameSchema, queue, "queue");
+    return withRedis(this.ctx.redis, () => this.broker.depth(q));
+  }
+}

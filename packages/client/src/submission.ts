@@ -1,0 +1,63 @@
+import {
+  type JsonValue,
+  JsonValueSchema,
+  newId,
+  parseInput,
+  type ResolvedSubmitOptions,
+  type RunnableSpec,
+  RunnableSpecSchema,
+  type Serializable,
+  type SubmitOptions,
+  SubmitOptionsSchema,
+  splitTaskId,
+  taskIdOf,
+  ValidationError,
+} from "@flotilla/core";
+
+/** Anything `submit` accepts as an agent: an object with `toJSON()` (Agent, Swarm) or its plain JSON. */
+export type AgentLike = Serializable | RunnableSpec;
+
+/** A submit checked and ready to write: every field validated, the id, payload and start time decided. */
+export interface Submission {
+  taskId: string;
+  agent: RunnableSpec;
+  /** JSON of `{ agent, input }`. */
+  payload: string;
+  /** When it was submitted (ms). */
+  createdAt: number;
+  /** When a delayed task falls due (ms). */
+  runAt: number | undefined;
+  options: ResolvedSubmitOptions;
+}
+
+/**
+ * Validates one submit and prepares what is written, with no I/O: `submit` and `submitMany` both go
+ * through here, so they accept and refuse the same things with the same messages. A bad field is a
+ * ValidationError naming it.
+ */
+export function prepareSubmission(agent: AgentLike, input: JsonValue, options: SubmitOptions, maxPayloadBytes: number, now: number): Submission {
+  const spec = parseInput(RunnableSpecSchema, serialise(agent), "agent");
+  const opts = parseInput(SubmitOptionsSchema, options, "options");
+  const value = parseInput(JsonValueSchema, input, "input");
+  const payload = JSON.stringify({ agent: spec, input: value });
+  const bytes = Buffer.byteLength(payload);
+  if (bytes > maxPayloadBytes) throw ValidationError.of("input", "input", `payload is ${bytes} bytes; the limit is ${maxPayloadBytes}`);
+  const runAt = opts.runAt ?? (opts.delayMs === undefined ? undefined : now + opts.delayMs);
+  return { taskId: taskIdOf(opts.queue, nameFor(opts)), agent: spec, payload, createdAt: now, runAt, options: opts };
+}
+
+/** The task's name in its queue: the caller's `taskId` (a name, or `<queue>/<name>` of this queue), else a new id. */
+function nameFor(opts: ResolvedSubmitOptions): string {
+  if (opts.taskId === undefined) return newId();
+  if (!opts.taskId.includes("/")) return opts.taskId;
+  const { queue, name } = splitTaskId(opts.taskId);
+  if (queue !== opts.queue) {
+    throw ValidationError.of("options", "taskId", `task id "${opts.taskId}" names queue "${queue}", but the task is submitted to "${opts.queue}"`);
+  }
+  return name;
+}
+
+function serialise(agent: AgentLike): unknown {
+  if (agent && typeof (agent as Serializable).toJSON === "function") return (agent as Serializable).toJSON();
+  return agent;
+}
