@@ -1,6 +1,7 @@
 // Shared by the examples: a worker and a client on a prefix of their own, and the model to use.
 import type { Tool } from "@flotilla/agent";
 import { FlotillaClient } from "@flotilla/client";
+import { purgePrefix } from "@flotilla/testing";
 import { Worker } from "@flotilla/worker";
 import { Redis } from "ioredis";
 
@@ -29,12 +30,7 @@ export async function startFleet(tools: Record<string, Tool>) {
       await client.close();
       await worker.stop();
       const redis = new Redis(url);
-      let cursor = "0";
-      do {
-        const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
-        cursor = next;
-        if (keys.length) await redis.del(...keys);
-      } while (cursor !== "0");
+      await purgePrefix(redis, prefix);
       redis.disconnect();
     },
   };

@@ -5,7 +5,7 @@
 //
 // The layout it enforces (BullMQ's):
 //   lua/<name>-<keys>.lua      a script; the number in its name is its key count, and its header
-//                              numbers every KEYS[i] (1..keys) and ARGV[i] it takes
+//                              numbers every KEYS[i] (1..keys; a run as KEYS[i..j]) and ARGV[i] it takes
 //   lua/includes/<fn>.lua      an include: exactly one top-level `local function <fn>(...)`, plus
 //                              UPPER_CASE constants; no other module-level state
 //   --- @include "<fn>"                   an include of the same package
@@ -64,7 +64,12 @@ export function checkInclude(path, text) {
 export function checkHeader(path, text, keys) {
   const header = /^--\[\[([\s\S]*?)\]\]/.exec(text);
   if (!header) throw new LuaBuildError(`${path}: a script opens with a --[[ ... ]] header listing its KEYS, ARGV and returns`);
-  const listed = [...header[1].matchAll(/^\s*KEYS\[(\d+)\]/gm)].map((m) => Number(m[1]));
+  // `KEYS[i]` each, or a run of them as `KEYS[i..j]`.
+  const listed = [...header[1].matchAll(/^\s*KEYS\[(\d+)(?:\.\.(\d+))?\]/gm)].flatMap((m) => {
+    const from = Number(m[1]);
+    const to = m[2] === undefined ? from : Number(m[2]);
+    return Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
+  });
   const expected = Array.from({ length: keys }, (_, i) => i + 1);
   if (listed.join(",") !== expected.join(",")) {
     throw new LuaBuildError(`${path}: its header must list KEYS[1] to KEYS[${keys}] in order (the count is in its name), found [${listed.join(", ")}]`);

@@ -1,6 +1,6 @@
 // pnpm bench [scenario...] [--quick]: Flotilla and BullMQ side by side on a private Redis; one JSON object per result.
 import { parseArgs } from "node:util";
-import { startRedisServer } from "@flotilla/tooling/redis-server";
+import { startRedisServer } from "@flotilla/testing";
 import { scenarios } from "./scenarios.ts";
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { quick: { type: "boolean" } } });

@@ -1,5 +1,6 @@
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient } from "@flotilla/client";
+import { scanPrefix } from "@flotilla/testing";
 import { Queue, QueueEvents } from "bullmq";
 import { newAdmin, percentiles, ratio, redisFigures, type System, startWorkers, waitUntil } from "./harness.ts";
 
@@ -291,10 +292,7 @@ export async function footprint(ctx: BenchContext) {
   const prefix = `bench-flotilla-${runs - 1}`;
   const noTtl: string[] = [];
   let perTaskNoTtl = 0;
-  let cursor = "0";
-  do {
-    const [next, keys] = await admin.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
-    cursor = next;
+  for await (const keys of scanPrefix(admin, prefix)) {
     const pipeline = admin.pipeline();
     for (const k of keys) pipeline.pttl(k);
     const ttls = (await pipeline.exec()) ?? [];
@@ -303,7 +301,7 @@ export async function footprint(ctx: BenchContext) {
       if (/:(task|stream):\{/.test(k)) perTaskNoTtl++;
       else noTtl.push(k.slice(prefix.length + 1));
     });
-  } while (cursor !== "0");
+  }
   // Memory per stored event: tasks that each publish 200 text events, kept in their event streams.
   const eventsPrefix = freshPrefix("flotilla");
   const stop = await startWorkers("flotilla", 1, { REDIS_URL: ctx.url, BENCH_PREFIX: eventsPrefix, BENCH_CONCURRENCY: "50", BENCH_EVENTS: "200" });

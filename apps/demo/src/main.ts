@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient, type TaskHandle } from "@flotilla/client";
+import { purgePrefix } from "@flotilla/testing";
 import { Redis } from "ioredis";
 import { answers, startThrowawayRedis } from "./redis-server.ts";
 
@@ -153,12 +154,7 @@ async function main(): Promise<void> {
       ),
     );
     await client.close();
-    let cursor = "0";
-    do {
-      const [next, keys] = await admin.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
-      cursor = next;
-      if (keys.length) await admin.unlink(...keys);
-    } while (cursor !== "0");
+    await purgePrefix(admin, prefix);
     admin.disconnect();
     stopRedis?.();
   }

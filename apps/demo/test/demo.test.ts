@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { redisUrl } from "@flotilla/tooling/test-utils";
+import { redisUrl } from "@flotilla/testing";
 import { describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));

@@ -2,22 +2,22 @@ import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { Agent, AgentConfig, OpenAICompatibleEndpoint, ProviderFactory, Swarm, Tool } from "@flotilla/agent";
-import { parseInput, QueueNameSchema, type RunnableSpec } from "@flotilla/core";
+import { DEFAULTS, parseInput, QueueNameSchema, type RunnableSpec } from "@flotilla/core";
 import type { MemoryStore } from "@flotilla/memory";
 import { z } from "zod";
 
 export const USAGE = `flotilla-worker: runs Flotilla tasks from Redis
 
 Options (each also read from the environment variable shown):
-  --redis URL            REDIS_URL              default redis://127.0.0.1:6379
-  --prefix P             FLOTILLA_PREFIX        default flotilla
-  --queues a,b           FLOTILLA_QUEUES        default default
-  --concurrency N        FLOTILLA_CONCURRENCY   default 4
+  --redis URL            REDIS_URL              default ${DEFAULTS.redisUrl}
+  --prefix P             FLOTILLA_PREFIX        default ${DEFAULTS.prefix}
+  --queues a,b           FLOTILLA_QUEUES        default ${DEFAULTS.queue}
+  --concurrency N        FLOTILLA_CONCURRENCY   default ${DEFAULTS.concurrency}
   --module PATH          FLOTILLA_MODULE        a module exporting tools, agents, providerFactory,
                                                 openAICompatible and/or memory (stores by name)
-  --drain-timeout MS     FLOTILLA_DRAIN_TIMEOUT_MS  default 30000
-  --heartbeat-ttl MS     FLOTILLA_HEARTBEAT_TTL_MS  default 15000
-  --lease MS             FLOTILLA_LEASE_MS      default 30000
+  --drain-timeout MS     FLOTILLA_DRAIN_TIMEOUT_MS  default ${DEFAULTS.drainTimeoutMs}
+  --heartbeat-ttl MS     FLOTILLA_HEARTBEAT_TTL_MS  default ${DEFAULTS.heartbeatTtlMs}
+  --lease MS             FLOTILLA_LEASE_MS      default ${DEFAULTS.leaseMs}
   --worker-id ID         FLOTILLA_WORKER_ID     default <hostname>-<pid>-<random>
   --log-level L          FLOTILLA_LOG_LEVEL     debug|info|warn|error, default info
   --executor E           FLOTILLA_EXECUTOR      redis (run agents here) | temporal, default redis
@@ -35,18 +35,18 @@ keys (@ai-sdk/openai + OPENAI_API_KEY, @ai-sdk/anthropic + ANTHROPIC_API_KEY, ..
 `;
 
 const ConfigSchema = z.object({
-  redis: z.string().default("redis://127.0.0.1:6379"),
-  prefix: z.string().default("flotilla"),
+  redis: z.string().default(DEFAULTS.redisUrl),
+  prefix: z.string().default(DEFAULTS.prefix),
   queues: z
     .string()
-    .default("default")
+    .default(DEFAULTS.queue)
     .transform((s) => s.split(",").map((q) => q.trim()).filter(Boolean))
     .pipe(z.array(QueueNameSchema).min(1)),
-  concurrency: z.coerce.number().int().positive().default(4),
+  concurrency: z.coerce.number().int().positive().default(DEFAULTS.concurrency),
   module: z.string().optional(),
-  drainTimeoutMs: z.coerce.number().int().min(0).default(30_000),
-  heartbeatTtlMs: z.coerce.number().int().min(300).default(15_000),
-  leaseMs: z.coerce.number().int().min(300).default(30_000),
+  drainTimeoutMs: z.coerce.number().int().min(0).default(DEFAULTS.drainTimeoutMs),
+  heartbeatTtlMs: z.coerce.number().int().min(300).default(DEFAULTS.heartbeatTtlMs),
+  leaseMs: z.coerce.number().int().min(300).default(DEFAULTS.leaseMs),
   workerId: z.string().optional(),
   logLevel: z.enum(["debug", "info", "warn", "error"]).default("info"),
   executor: z.enum(["redis", "temporal"]).default("redis"),

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient, type FlotillaEvent, type TaskHandle } from "@flotilla/client";
-import { cleanupPrefix, redisUrl, testPrefix, testRedis } from "@flotilla/tooling/test-utils";
+import { purgePrefix, redisUrl, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
@@ -38,7 +38,7 @@ function startWorker(): ChildProcess {
 afterAll(async () => {
   for (const c of live) c.kill("SIGKILL");
   await client.close();
-  await cleanupPrefix(redis, prefix);
+  await purgePrefix(redis, prefix);
   await redis.quit();
 });
 

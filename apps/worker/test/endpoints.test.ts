@@ -2,8 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient } from "@flotilla/client";
-import { startRedisServer } from "@flotilla/tooling/redis-server";
-import { testPrefix, waitFor } from "@flotilla/tooling/test-utils";
+import { startRedisServer, testPrefix, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient } from "@flotilla/client";
-import { cleanupPrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/tooling/test-utils";
+import { purgePrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
@@ -52,7 +52,7 @@ async function startWorker(workerId: string, extraEnv: Record<string, string> = 
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
   await client.close();
-  await cleanupPrefix(redis, prefix);
+  await purgePrefix(redis, prefix);
   await redis.quit();
 });
 

@@ -1,5 +1,5 @@
 import { CONSUMER_GROUP, createKeys } from "@flotilla/core";
-import { cleanupPrefix, testPrefix, testRedis } from "@flotilla/tooling/test-utils";
+import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { TestBroker } from "../src/testing.ts";
 import { parseEntry } from "../src/entry.ts";
@@ -11,7 +11,7 @@ const keys = createKeys(prefix);
 const broker = new TestBroker(redis, keys);
 const lane = (queue: string) => ({ queue, priority: "normal" as const });
 afterAll(async () => {
-  await cleanupPrefix(redis, prefix);
+  await purgePrefix(redis, prefix);
   await redis.quit();
   await blocking.quit();
 });

@@ -1,7 +1,7 @@
 import { createKeys, DEFAULT_RETENTION } from "@flotilla/core";
 import { openRedis, SubscriberHub } from "@flotilla/core/redis";
 import { TestTaskStore } from "@flotilla/store/testing";
-import { cleanupPrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/tooling/test-utils";
+import { purgePrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { CancelListener } from "../src/cancel-listener.ts";
 import { requestCancel } from "../src/request-cancel.ts";
@@ -15,7 +15,7 @@ const hub = new SubscriberHub(openRedis(redisUrl(), "subscriber"));
 const statusLog = async (taskId: string) => JSON.parse(`[${(await redis.hget(keys.task(taskId), "log")) ?? ""}]`) as Array<Record<string, unknown>>;
 afterAll(async () => {
   await hub.close();
-  await cleanupPrefix(redis, prefix);
+  await purgePrefix(redis, prefix);
   await redis.quit();
 });
 

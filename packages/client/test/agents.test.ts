@@ -3,13 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, defineTool, Swarm } from "@flotilla/agent";
 import { PostgresMemoryStore, SqliteMemoryStore } from "@flotilla/memory";
-import { startOpenAIServer } from "@flotilla/tooling/openai-server";
-import { redisUrl } from "@flotilla/tooling/test-utils";
+import { collect, redisUrl, startOpenAIServer } from "@flotilla/testing";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { FlotillaClient, TaskCancelledError, TaskFailedError } from "../src/index.ts";
-import { collect, useFlotilla } from "./helpers.ts";
+import { useFlotilla } from "@flotilla/testing/vitest";
 
 const server = await startOpenAIServer();
 const dir = mkdtempSync(join(tmpdir(), "flotilla-agents-"));

@@ -5,7 +5,7 @@ import { createKeys } from "@flotilla/core";
 import { type AlertEvent, AlertManager, redisStreamSink, webhookSink } from "@flotilla/metrics";
 import { afterAll, describe, expect, it } from "vitest";
 import { TaskFailedError } from "../src/index.ts";
-import { useFlotilla } from "./helpers.ts";
+import { useFlotilla } from "@flotilla/testing/vitest";
 
 /** A local webhook receiver that fails the first `failFirst` requests. */
 async function webhookReceiver(failFirst: number) {
@@ -47,12 +47,12 @@ describe("alerts against real queue states in Redis", () => {
     const hook = await webhookReceiver(1);
     const seen: AlertEvent[] = [];
     const manager = new AlertManager({
-      redis: env.admin,
+      redis: env.redis,
       prefix: env.prefix,
       queues: ["stalled"],
       thresholds: { depthWarning: 2 },
       repeatIntervalMs: 60_000,
-      sinks: [(e) => void seen.push(e), redisStreamSink(env.admin, { prefix: env.prefix }), webhookSink(hook.url, { backoffMs: 10 })],
+      sinks: [(e) => void seen.push(e), redisStreamSink(env.redis, { prefix: env.prefix }), webhookSink(hook.url, { backoffMs: 10 })],
     });
     managers.push(manager);
     const client = env.client();
@@ -75,7 +75,7 @@ describe("alerts against real queue states in Redis", () => {
 
     // Every event went to every sink: the Redis stream (for other processes) and the webhook,
     // which refused the first POST and got it on the retry.
-    const stream = await env.admin.xrange(createKeys(env.prefix).alerts(), "-", "+");
+    const stream = await env.redis.xrange(createKeys(env.prefix).alerts(), "-", "+");
     expect(stream.map(([, f]) => JSON.parse(f[1]!) as AlertEvent).map((e) => `${e.state}:${e.rule}`)).toEqual(seen.map((e) => `${e.state}:${e.rule}`));
     expect(hook.received.map((e) => `${e.state}:${e.rule}`)).toEqual(seen.map((e) => `${e.state}:${e.rule}`));
     expect(hook.requests()).toBe(seen.length + 1);
@@ -92,7 +92,7 @@ describe("alerts against real queue states in Redis", () => {
     for (const h of failing) await expect(h.result()).rejects.toBeInstanceOf(TaskFailedError);
     for (const h of fine) await h.result();
     const seen: AlertEvent[] = [];
-    const manager = new AlertManager({ redis: env.admin, prefix: env.prefix, queues: ["burst"], windowMs: 60_000, sinks: [(e) => void seen.push(e)] });
+    const manager = new AlertManager({ redis: env.redis, prefix: env.prefix, queues: ["burst"], windowMs: 60_000, sinks: [(e) => void seen.push(e)] });
     managers.push(manager);
     const now = Date.now();
     expect(summary(await manager.evaluate(now))).toEqual(["firing:failure_rate"]);

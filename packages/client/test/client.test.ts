@@ -1,7 +1,7 @@
 import { getEventListeners } from "node:events";
 import { Agent } from "@flotilla/agent";
 import { createKeys } from "@flotilla/core";
-import { waitFor } from "@flotilla/tooling/test-utils";
+import { collect, echo, waitFor } from "@flotilla/testing";
 import { describe, expect, it } from "vitest";
 import {
   ConnectionError,
@@ -15,7 +15,7 @@ import {
   ValidationError,
   WaitTimeoutError,
 } from "../src/index.ts";
-import { collect, echo, useFlotilla } from "./helpers.ts";
+import { useFlotilla } from "@flotilla/testing/vitest";
 
 
 describe("FlotillaClient", () => {
@@ -50,14 +50,14 @@ describe("FlotillaClient", () => {
       expect(err, field).toBeInstanceOf(ValidationError);
       expect((err as ValidationError).field, (err as Error).message).toBe(field);
     }
-    expect(await env.admin.exists(`${env.prefix}:queue:{default}`)).toBe(0);
+    expect(await env.redis.exists(`${env.prefix}:queue:{default}`)).toBe(0);
   });
 
   it("rejects a duplicate task id and never enqueues it twice", async () => {
     const client = env.client();
     await client.submit(echo(), "first", { taskId: "my-id", queue: "dupes" });
     await expect(client.submit(echo(), "second", { taskId: "my-id", queue: "dupes" })).rejects.toBeInstanceOf(DuplicateTaskError);
-    expect(await env.admin.xlen(`${env.prefix}:queue:{dupes}`)).toBe(1);
+    expect(await env.redis.xlen(`${env.prefix}:queue:{dupes}`)).toBe(1);
   });
 
   it("result() throws the task's error when it failed, and gives up after timeoutMs", async () => {
@@ -81,7 +81,7 @@ describe("FlotillaClient", () => {
     const w = await env.worker({ queues: ["later"] });
     let started = 0;
     w.on("task:started", () => started++);
-    await waitFor(async () => (await env.admin.xlen(`${env.prefix}:queue:{later}`)) === 0, { what: "entry acknowledged" });
+    await waitFor(async () => (await env.redis.xlen(`${env.prefix}:queue:{later}`)) === 0, { what: "entry acknowledged" });
     expect(started).toBe(0);
     expect(await handle.status()).toMatchObject({ status: "CANCELLED", attempt: 0 });
   });
@@ -148,8 +148,8 @@ describe("FlotillaClient", () => {
     const handle = await env.client().submit(echo(), "ttl");
     await handle.result();
     const keys = createKeys(env.prefix);
-    expect(await env.admin.pttl(keys.task(handle.taskId))).toBeGreaterThan(0);
-    expect(await env.admin.pttl(keys.events(handle.taskId))).toBeGreaterThan(0);
+    expect(await env.redis.pttl(keys.task(handle.taskId))).toBeGreaterThan(0);
+    expect(await env.redis.pttl(keys.events(handle.taskId))).toBeGreaterThan(0);
   });
 
   it("shows the fleet", async () => {

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { DuplicateTaskError } from "../src/index.ts";
-import { echo, useFlotilla } from "./helpers.ts";
+import { echo } from "@flotilla/testing";
+import { useFlotilla } from "@flotilla/testing/vitest";
 
 describe("idempotency keys", () => {
   const env = useFlotilla("idem");
-  const entries = (queue: string) => env.admin.xlen(`${env.prefix}:queue:{${queue}}`);
+  const entries = (queue: string) => env.redis.xlen(`${env.prefix}:queue:{${queue}}`);
 
   it("returns the first task's handle for a second submit with the same key, and enqueues once", async () => {
     const client = env.client();

@@ -1,8 +1,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
-import { startRedisServer, type TestRedisServer } from "@flotilla/tooling/redis-server";
-import { waitFor } from "@flotilla/tooling/test-utils";
+import { startRedisServer, type TestRedisServer, waitFor } from "@flotilla/testing";
 import { Worker } from "@flotilla/worker";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,10 +1,10 @@
 import { Agent } from "@flotilla/agent";
 import { type JsonValue, UnrecoverableError } from "@flotilla/core";
-import { waitFor } from "@flotilla/tooling/test-utils";
+import { collect, waitFor } from "@flotilla/testing";
 import type { ExecutionContext, Executor } from "@flotilla/worker";
 import { describe, expect, it } from "vitest";
 import { TaskFailedError } from "../src/index.ts";
-import { collect, useFlotilla } from "./helpers.ts";
+import { useFlotilla } from "@flotilla/testing/vitest";
 
 /** A real executor whose behaviour depends on the attempt: fails (or hangs) on the attempts listed. */
 function flaky(plan: (attempt: number, ctx: ExecutionContext) => Promise<JsonValue>): Executor {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DuplicateTaskError, ValidationError } from "../src/index.ts";
-import { echo, useFlotilla } from "./helpers.ts";
+import { echo } from "@flotilla/testing";
+import { useFlotilla } from "@flotilla/testing/vitest";
 
 describe("submitMany", () => {
   const env = useFlotilla("bulk");
@@ -26,7 +27,7 @@ describe("submitMany", () => {
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ValidationError);
     expect((err as ValidationError).field).toBe("items.1.queue");
-    expect(await env.admin.exists(`${env.prefix}:queue:{strict}`)).toBe(0);
+    expect(await env.redis.exists(`${env.prefix}:queue:{strict}`)).toBe(0);
   });
 
   it("enqueues the new ones and reports taken ids", async () => {
@@ -40,6 +41,6 @@ describe("submitMany", () => {
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DuplicateTaskError);
     expect((err as DuplicateTaskError).details).toMatchObject({ taken: ["dupes/taken"] });
-    expect(await env.admin.xlen(`${env.prefix}:queue:{dupes}`)).toBe(2);
+    expect(await env.redis.xlen(`${env.prefix}:queue:{dupes}`)).toBe(2);
   });
 });

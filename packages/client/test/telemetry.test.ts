@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
 import { FlotillaMetrics, METRICS } from "@flotilla/metrics";
-import { cleanupPrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/tooling/test-utils";
+import { purgePrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { Worker } from "@flotilla/worker";
 import { context, propagation, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
@@ -34,7 +34,7 @@ const workers: Worker[] = [];
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop({ drainTimeoutMs: 1000 })));
   await client.close();
-  await cleanupPrefix(redis, prefix);
+  await purgePrefix(redis, prefix);
   await redis.quit();
 });
 

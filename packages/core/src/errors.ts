@@ -129,26 +129,28 @@ export class DeadLetterNotFoundError extends FlotillaError {
   }
 }
 
-/** Thrown by `result()` when the task ended FAILED; `taskError` is what the worker recorded. */
-export class TaskFailedError extends FlotillaError {
+/** What `result()` throws for a task that ended without a result; `taskError` is what was recorded. */
+abstract class TaskEndedError extends FlotillaError {
   readonly taskId: string;
   readonly taskError: TaskError;
-  constructor(taskId: string, taskError: TaskError) {
-    super(ErrorCodes.TASK_FAILED, `task ${taskId} failed: [${taskError.code}] ${taskError.message}`, {
-      details: { taskError },
-    });
+  constructor(code: string, taskId: string, taskError: TaskError, message: string) {
+    super(code, message, { details: { taskError } });
     this.taskId = taskId;
     this.taskError = taskError;
   }
 }
 
-export class TaskCancelledError extends FlotillaError {
-  readonly taskId: string;
-  readonly taskError: TaskError;
+/** Thrown by `result()` when the task ended FAILED. */
+export class TaskFailedError extends TaskEndedError {
   constructor(taskId: string, taskError: TaskError) {
-    super(ErrorCodes.TASK_CANCELLED, `task ${taskId} was cancelled: ${taskError.message}`, { details: { taskError } });
-    this.taskId = taskId;
-    this.taskError = taskError;
+    super(ErrorCodes.TASK_FAILED, taskId, taskError, `task ${taskId} failed: [${taskError.code}] ${taskError.message}`);
+  }
+}
+
+/** Thrown by `result()` when the task was CANCELLED. */
+export class TaskCancelledError extends TaskEndedError {
+  constructor(taskId: string, taskError: TaskError) {
+    super(ErrorCodes.TASK_CANCELLED, taskId, taskError, `task ${taskId} was cancelled: ${taskError.message}`);
   }
 }
 

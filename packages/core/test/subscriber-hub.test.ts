@@ -1,4 +1,5 @@
-import { cleanupPrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/tooling/test-utils";
+import { purgePrefix, redisUrl, startRedisServer, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { openRedis } from "../src/redis/connection.ts";
 import { SubscriberHub } from "../src/redis/subscriber-hub.ts";
@@ -8,7 +9,7 @@ const prefix = testPrefix("hub");
 const hubs: SubscriberHub[] = [];
 afterAll(async () => {
   await Promise.all(hubs.map((h) => h.close()));
-  await cleanupPrefix(redis, prefix);
+  await purgePrefix(redis, prefix);
   await redis.quit();
 });
 
@@ -50,6 +51,34 @@ describe("SubscriberHub", () => {
     await redis.client("KILL", "ID", id);
     await waitFor(() => reconnected === 1, { what: "the reconnect" });
     for (const c of channels) expect(await numsub(c)).toBe(1);
+  });
+
+  it("keeps retrying a re-subscription Redis refuses after a reconnect, and tells listeners only once it holds", async () => {
+    // A private server: the test takes channel permissions away from its default user.
+    const server = await startRedisServer({ aof: false });
+    const admin = new Redis(server.url);
+    try {
+      const warnings: unknown[] = [];
+      const logger = { debug() {}, info() {}, error() {}, warn: (_msg: string, fields?: Record<string, unknown>) => void warnings.push(fields?.err) };
+      const hub = new SubscriberHub(openRedis({ host: "127.0.0.1", port: server.port, connectionName: "refused-hub" }, "subscriber"), { logger });
+      hubs.push(hub);
+      const got: string[] = [];
+      await hub.subscribe("news", (m) => got.push(m));
+      let reconnected = 0;
+      hub.onReconnect(() => reconnected++);
+      // Revoking the channel drops the subscribed connection; SUBSCRIBE is refused (NOPERM) once it is back.
+      await admin.acl("SETUSER", "default", "resetchannels");
+      await waitFor(() => warnings.length >= 2, { what: "refused re-subscriptions" });
+      expect(reconnected).toBe(0);
+      expect(String(warnings[0])).toMatch(/NOPERM/);
+      await admin.acl("SETUSER", "default", "allchannels");
+      await waitFor(() => reconnected === 1, { what: "the re-subscription to hold" });
+      await admin.publish("news", "back");
+      await waitFor(() => got.length === 1, { what: "a message after the reconnect" });
+    } finally {
+      admin.disconnect();
+      await server.stop();
+    }
   });
 
   it("fails a subscribe with a ConnectionError when Redis is unreachable", async () => {

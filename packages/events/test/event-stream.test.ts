@@ -1,7 +1,7 @@
 import { createKeys, DEFAULT_RETENTION, TaskNotFoundError } from "@flotilla/core";
 import { openRedis, SubscriberHub } from "@flotilla/core/redis";
 import { TestTaskStore } from "@flotilla/store/testing";
-import { cleanupPrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/tooling/test-utils";
+import { purgePrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { type EventSource, readEvents, streamEvents } from "../src/event-stream.ts";
 import { EventPublisher } from "../src/publisher.ts";
@@ -24,7 +24,7 @@ const newHub = (name?: string) => {
 };
 afterAll(async () => {
   await Promise.all(hubs.map((h) => h.close()));
-  await cleanupPrefix(redis, prefix);
+  await purgePrefix(redis, prefix);
   await redis.quit();
 });
 

@@ -1,14 +1,14 @@
 import { createKeys } from "@flotilla/core";
-import { cleanupPrefix, testPrefix, testRedis } from "@flotilla/tooling/test-utils";
+import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
-import { getFleetStatus } from "../src/fleet.ts";
+import { countLiveWorkers, getFleetStatus } from "../src/fleet.ts";
 import { Heartbeat } from "../src/heartbeat.ts";
 
 const redis = testRedis();
 const prefix = testPrefix("health");
 const keys = createKeys(prefix);
 afterAll(async () => {
-  await cleanupPrefix(redis, prefix);
+  await purgePrefix(redis, prefix);
   await redis.quit();
 });
 
@@ -56,5 +56,27 @@ describe("Heartbeat and getFleetStatus", () => {
     expect(fleet.workers.find((w) => w.workerId === "w2")).toMatchObject({ alive: false });
     expect(fleet.dead).toBe(1);
     await beat.stop();
+  });
+
+  it("counts live workers with one ZCOUNT, as getFleetStatus judges them", async () => {
+    const k = createKeys(`${prefix}-count`);
+    const beat = (workerId: string) =>
+      new Heartbeat(redis, k, { workerId, queues: ["q"], concurrency: 1, ttlMs: 3000, snapshot: () => ({ running: [], completed: 0, failed: 0 }) });
+    const fresh = beat("fresh");
+    await fresh.beat();
+    await beat("stale").beat(); // one beat, then silence
+    await new Promise((r) => setTimeout(r, 250));
+    await fresh.beat();
+    expect(await countLiveWorkers(redis, k, 200)).toBe(1);
+    expect((await getFleetStatus(redis, k, { deadAfterMs: 200 })).live).toBe(1);
+    await purgePrefix(redis, `${prefix}-count`);
+  });
+
+  it("reports a beat Redis refused instead of passing it off as written", async () => {
+    const k = createKeys(`${prefix}-refused`);
+    await redis.set(k.workers(), "not a sorted set");
+    const beat = new Heartbeat(redis, k, { workerId: "w3", queues: ["q"], concurrency: 1, snapshot: () => ({ running: [], completed: 0, failed: 0 }) });
+    await expect(beat.beat()).rejects.toThrow(/WRONGTYPE/);
+    await purgePrefix(redis, `${prefix}-refused`);
   });
 });

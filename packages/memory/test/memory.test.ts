@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CorruptRecordError, createKeys, ValidationError } from "@flotilla/core";
-import { cleanupPrefix, testPrefix, testRedis } from "@flotilla/tooling/test-utils";
+import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { PostgresMemoryStore } from "../src/postgres-store.ts";
@@ -28,7 +28,7 @@ afterAll(async () => {
   await pool.query(`DROP TABLE IF EXISTS ${table}`);
   await pool.end();
   rmSync(dir, { recursive: true, force: true });
-  await cleanupPrefix(redis, prefix);
+  await purgePrefix(redis, prefix);
   await redis.quit();
 });
 

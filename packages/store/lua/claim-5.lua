@@ -4,17 +4,10 @@
   whole batch.
 
   Input:
-    KEYS[1] lane high
-    KEYS[2] lane normal
-    KEYS[3] lane low
+    KEYS[1..3] the queue's lanes: high, normal, low
     KEYS[4] claim marker (unique to this call: a resend starts the same entries again)
     KEYS[5] statistics bucket
-    ARGV[1] consumer group
-    ARGV[2] consumer
-    ARGV[3] now (ms)
-    ARGV[4] task key base
-    ARGV[5] recordTtlMs
-    ARGV[6] status channel
+    ARGV[1..6] the call: consumer group, consumer, now (ms), task key base, recordTtlMs, status channel
     ARGV[7] count
     ARGV[8] lane order (e.g. '1,2,3': high, normal, low)
 

@@ -6,12 +6,8 @@
   A batch with useMarker is checked as a whole the same way, through its marker key.
 
   Input:
-    KEYS[1] lane high
-    KEYS[2] lane normal
-    KEYS[3] lane low
-    KEYS[4] delayed high
-    KEYS[5] delayed normal
-    KEYS[6] delayed low
+    KEYS[1..3] the queue's lanes: high, normal, low
+    KEYS[4..6] their delayed sets: high, normal, low
     KEYS[7] task index
     KEYS[8] submit marker (unique to the batch)
     ARGV[1] queue

@@ -7,21 +7,12 @@
   claim-5.lua does), so a busy worker makes one round trip per batch: finish these, start the next.
 
   Input:
-    KEYS[1] lane high
-    KEYS[2] lane normal
-    KEYS[3] lane low
-    KEYS[4] delayed high
-    KEYS[5] delayed normal
-    KEYS[6] delayed low
+    KEYS[1..3] the queue's lanes: high, normal, low
+    KEYS[4..6] their delayed sets: high, normal, low
     KEYS[7] dead letters
     KEYS[8] claim marker (unique to this call)
     KEYS[9] statistics bucket
-    ARGV[1] consumer group
-    ARGV[2] consumer
-    ARGV[3] now (ms)
-    ARGV[4] task key base
-    ARGV[5] recordTtlMs
-    ARGV[6] status channel
+    ARGV[1..6] the call: consumer group, consumer, now (ms), task key base, recordTtlMs, status channel
     ARGV[7] dead letters kept (approximate trim)
     ARGV[8] claim count (0: claim nothing)
     ARGV[9] lane order for the claim

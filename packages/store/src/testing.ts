@@ -42,6 +42,27 @@ export class TestTaskStore extends TaskStore {
     }
   }
 
+  /**
+   * Writes a task record field by field, as a buggy or hostile producer might, with no queue entry
+   * and no checks: for tests of what workers do with records they cannot trust. PENDING with a few
+   * plausible fields unless `fields` says otherwise. Returns the task's name in its queue.
+   */
+  async writeRaw(taskId: string, fields: Record<string, string | number> = {}): Promise<string> {
+    const { queue, name } = splitTaskId(taskId);
+    await this.redis.hset(this.keys.task(taskId), {
+      taskId,
+      queue,
+      agent: "fine",
+      payload: "{}",
+      createdAt: Date.now(),
+      status: "PENDING",
+      maxRetries: 0,
+      maxDeliveries: 3,
+      ...fields,
+    });
+    return name;
+  }
+
   /** Records the end of an attempt with no entry to settle; rejected when the task is already terminal or the attempt is stale. */
   async finish(taskId: string, input: FinishInput, now = Date.now()): Promise<FinishOutcome> {
     const { outcomes } = await this.settle(splitTaskId(taskId).queue, "", [{ ...input, taskId, priority: "normal", entryId: "" }], { now });

@@ -1,5 +1,5 @@
 import { CorruptRecordError, createKeys, DEFAULT_RETENTION } from "@flotilla/core";
-import { cleanupPrefix, testPrefix, testRedis } from "@flotilla/tooling/test-utils";
+import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseTaskRecord } from "../src/record.ts";
 import type { NewTask } from "../src/task-store.ts";
@@ -12,7 +12,7 @@ const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
 /** The status events a task's record keeps. */
 const statusLog = async (taskId: string) => JSON.parse(`[${(await redis.hget(keys.task(taskId), "log")) ?? ""}]`) as Array<Record<string, unknown>>;
 afterAll(async () => {
-  await cleanupPrefix(redis, prefix);
+  await purgePrefix(redis, prefix);
   await redis.quit();
 });
 
@@ -130,7 +130,7 @@ describe("TaskStore", () => {
     expect(odd.tasks).toHaveLength(12);
     const running = await s2.list({ status: "RUNNING" });
     expect(running.tasks).toHaveLength(0);
-    await cleanupPrefix(redis, p2);
+    await purgePrefix(redis, p2);
   });
 });
 

@@ -130,7 +130,7 @@ export class WorkerSession {
   static async open(options: ResolvedWorkerOptions, listener: SessionListener): Promise<WorkerSession> {
     const conn = openRedis(options.redis, "command");
     const blocking = openRedis(options.redis, "blocking");
-    const hub = new SubscriberHub(openRedis(options.redis, "subscriber"), { readyTimeoutMs: options.connectTimeoutMs });
+    const hub = new SubscriberHub(openRedis(options.redis, "subscriber"), { readyTimeoutMs: options.connectTimeoutMs, logger: options.logger });
     for (const r of [conn.redis, blocking.redis]) r.on("error", (err) => options.logger.debug("redis connection error", { err }));
     try {
       await whenReady(conn.redis, options.connectTimeoutMs);

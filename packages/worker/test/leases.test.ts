@@ -1,9 +1,9 @@
-import { waitFor } from "@flotilla/tooling/test-utils";
+import { scripted, waitFor } from "@flotilla/testing";
 import { describe, expect, it } from "vitest";
-import { scripted, useHarness } from "./harness.ts";
+import { useFlotilla } from "@flotilla/testing/vitest";
 
 describe("leases", () => {
-  const h = useHarness("leases");
+  const h = useFlotilla("leases");
 
   /** A consumer that claims and starts a task, then goes silent, as a killed worker would. */
   async function ghostHolds(queue: string, taskId: string) {
@@ -20,7 +20,7 @@ describe("leases", () => {
     const w = await h.worker({ queues: ["orphans"], leaseMs: 400 });
     const record = await h.until(id);
     expect(record).toMatchObject({ status: "COMPLETED", attempt: 2, workerId: w.workerId, result: { text: "Echo: rescue me" } });
-    const running = (await h.events(id)).filter((e) => e.status === "running");
+    const running = (await h.events(id)).filter((e) => e.type === "status" && e.status === "running");
     expect(running).toMatchObject([
       { attempt: 1, workerId: "ghost" },
       { attempt: 2, workerId: w.workerId, takenOverFrom: "ghost" },

@@ -1,7 +1,7 @@
 import { CONSUMER_GROUP } from "@flotilla/core";
-import { waitFor } from "@flotilla/tooling/test-utils";
+import { scripted, waitFor } from "@flotilla/testing";
 import { describe, expect, it } from "vitest";
-import { scripted, useHarness } from "./harness.ts";
+import { useFlotilla } from "@flotilla/testing/vitest";
 
 const agent = scripted("fine").toJSON();
 const payload = (p: unknown) => (typeof p === "string" ? p : JSON.stringify(p));
@@ -34,7 +34,7 @@ const badPayloads: Array<[string, string, RegExp, Record<string, string>?]> = [
 ];
 
 describe("poison messages", () => {
-  const h = useHarness("poison");
+  const h = useFlotilla("poison");
 
   it(`dead-letters ${badEntries.length + badPayloads.length} kinds of bad entries and payloads with a reason, and keeps serving`, async () => {
     const w = await h.worker({ queues: ["poison"] });

@@ -1,10 +1,10 @@
 import type { Priority } from "@flotilla/core";
-import { waitFor } from "@flotilla/tooling/test-utils";
+import { scripted, waitFor } from "@flotilla/testing";
 import { describe, expect, it } from "vitest";
-import { scripted, useHarness } from "./harness.ts";
+import { useFlotilla } from "@flotilla/testing/vitest";
 
 describe("priorities", () => {
-  const h = useHarness("priority");
+  const h = useFlotilla("priority");
 
   async function startOrder(queue: string, plan: Priority[], fairnessEvery: number) {
     const byId = new Map<string, Priority>();

@@ -1,15 +1,14 @@
 import { scripts } from "@flotilla/store/testing";
-import { startFaultProxy } from "@flotilla/tooling/fault-proxy";
-import { redisUrl } from "@flotilla/tooling/test-utils";
+import { redisUrl, scripted, startFaultProxy } from "@flotilla/testing";
 import { describe, expect, it } from "vitest";
-import { scripted, useHarness } from "./harness.ts";
+import { useFlotilla } from "@flotilla/testing/vitest";
 
 // The store's scripts that start tasks (claim: claims and starts; start: starts what a blocking read
 // claimed) as they go over the wire: EVAL <source> the first time, EVALSHA <sha1> after.
 const startRequest = [scripts.claim, scripts.start].flatMap((script) => [script.sha, script.lua.slice(0, 80)]);
 
 describe("a reply lost to a dropped connection", () => {
-  const h = useHarness("replay");
+  const h = useFlotilla("replay");
 
   it("does not strand a task whose start ran but whose reply was lost: the resent start gets the same attempt", async () => {
     const target = new URL(redisUrl());
@@ -26,7 +25,7 @@ describe("a reply lost to a dropped connection", () => {
       expect(proxy.drops).toBe(1);
       expect(record).toMatchObject({ status: "COMPLETED", attempt: 1, result: { text: "Echo: survive a lost reply" } });
       expect(starts).toBe(1);
-      const running = (await h.events(id)).filter((e) => e.status === "running");
+      const running = (await h.events(id)).filter((e) => e.type === "status" && e.status === "running");
       expect(running).toHaveLength(1);
       await w.stop({ drainTimeoutMs: 1000 });
     } finally {

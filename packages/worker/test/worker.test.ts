@@ -1,13 +1,13 @@
 import { defineTool } from "@flotilla/agent";
 import { CONSUMER_GROUP } from "@flotilla/core";
-import { waitFor } from "@flotilla/tooling/test-utils";
+import { scripted, waitFor } from "@flotilla/testing";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { TaskEndEvent } from "../src/index.ts";
-import { scripted, useHarness } from "./harness.ts";
+import { useFlotilla } from "@flotilla/testing/vitest";
 
 describe("Worker", () => {
-  const h = useHarness("worker");
+  const h = useFlotilla("worker");
 
   it("runs a task: RUNNING then COMPLETED, with the run's events and its timings recorded", async () => {
     await h.worker();

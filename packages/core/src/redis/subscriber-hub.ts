@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import { type Logger, silentLogger } from "../logger.ts";
 import { closeRedis, type OwnedRedis, whenReady } from "./connection.ts";
 
 export type MessageListener = (message: string, channel: string) => void;
@@ -7,7 +8,12 @@ export type Unsubscribe = () => Promise<void>;
 export interface SubscriberHubOptions {
   /** A subscribe waits this long for the connection before failing with a ConnectionError. @default 10_000 */
   readyTimeoutMs?: number;
+  /** Where a failed re-subscription after a reconnect is reported (it is retried). @default silentLogger */
+  logger?: Logger;
 }
+
+/** Pause before retrying a failed re-subscription: doubling, capped. */
+const resubscribeDelay = (tries: number) => Math.min(50 * 2 ** tries, 2000);
 
 /**
  * One subscriber connection shared by every listener of a process, reference-counted per channel.
@@ -23,6 +29,7 @@ export class SubscriberHub {
   private readonly ready = new Map<string, Promise<unknown>>();
   private readonly reconnectListeners = new Set<() => void>();
   private readonly readyTimeoutMs: number;
+  private readonly log: Logger;
   /** A connection was lost since the last subscribe round: the next `ready` must re-subscribe. */
   private lost = false;
   private closed = false;
@@ -32,6 +39,7 @@ export class SubscriberHub {
   constructor(conn: OwnedRedis, options: SubscriberHubOptions = {}) {
     this.conn = conn;
     this.readyTimeoutMs = options.readyTimeoutMs ?? 10_000;
+    this.log = options.logger ?? silentLogger;
     const redis = conn.redis;
     // We re-subscribe ourselves so we know when it is done.
     redis.options.autoResubscribe = false;
@@ -126,18 +134,29 @@ export class SubscriberHub {
     }
   }
 
+  /**
+   * After a reconnect: subscribes every channel again, retrying until it works or the hub closes (a
+   * connection that came back may fail a command; waiting for the next reconnect could wait
+   * forever), and only then tells the reconnect listeners, so none catches up too early.
+   */
   private async resubscribe(): Promise<void> {
-    const channels = [...this.listeners.keys()];
-    try {
-      if (channels.length) await this.conn.redis.subscribe(...channels);
-    } catch {
-      return; // the next reconnect tries again
+    for (let tries = 1; ; tries++) {
+      const channels = [...this.listeners.keys()];
+      try {
+        if (channels.length) await this.conn.redis.subscribe(...channels);
+        break;
+      } catch (err) {
+        if (this.closed || this.lost) return; // closed, or another reconnect will resubscribe
+        this.log.warn("re-subscribing after a reconnect failed; retrying", { err, channels: channels.length, tries });
+        await new Promise((r) => setTimeout(r, resubscribeDelay(tries)));
+      }
     }
     for (const listener of [...this.reconnectListeners]) {
       try {
         listener();
-      } catch {
-        // a listener's own failure must not stop the others
+      } catch (err) {
+        // One listener's failure must not keep the others from catching up.
+        this.log.warn("a reconnect listener failed", { err });
       }
     }
   }

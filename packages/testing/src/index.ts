@@ -1,0 +1,13 @@
+// @flotilla/testing: test Flotilla agents and workers against a real Redis.
+export { echo, scripted } from "./agents.ts";
+export { collect } from "./collect.ts";
+export { redisUrl, testRedis } from "./connection.ts";
+export { type FaultProxy, startFaultProxy } from "./fault-proxy.ts";
+export { type OpenAIReply, type OpenAIServer, type RecordedRequest, startOpenAIServer } from "./openai-server.ts";
+export { freePort } from "./ports.ts";
+export { testPrefix } from "./prefix.ts";
+export { purgePrefix, scanPrefix } from "./purge.ts";
+export { type RedisServerOptions, startRedisServer, type TestRedisServer } from "./redis-server.ts";
+export { startTemporalServer, TEMPORAL_VERSION, type TemporalServer, temporalBinary } from "./temporal-server.ts";
+export { createTestEnv, type StopWorkersOptions, TEST_WORKER_DEFAULTS, type TestEnv, type TestEnvOptions } from "./test-env.ts";
+export { type WaitForOptions, waitFor } from "./wait-for.ts";

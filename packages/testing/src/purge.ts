@@ -1,0 +1,31 @@
+import type { Redis } from "ioredis";
+
+/** SCAN MATCH pattern for the keys under `prefix`, its glob characters escaped so they match only themselves. */
+export function prefixPattern(prefix: string): string {
+  return `${prefix.replace(/[\\*?[\]]/g, "\\$&")}:*`;
+}
+
+/**
+ * Every key under `prefix` (`<prefix>:…`, which is where every Flotilla key lives), one SCAN batch
+ * at a time. Keys written during the scan may or may not be seen, as with any SCAN.
+ */
+export async function* scanPrefix(redis: Redis, prefix: string, count = 1000): AsyncGenerator<string[], void, undefined> {
+  if (!prefix) throw new Error("scanPrefix: the prefix must not be empty");
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", prefixPattern(prefix), "COUNT", count);
+    cursor = next;
+    if (keys.length) yield keys;
+  } while (cursor !== "0");
+}
+
+/**
+ * Deletes every key under `prefix` (UNLINK, so large streams are freed in the background) and
+ * returns how many went. Keys under any other prefix are untouched, including ones that merely
+ * start with the same characters (`app` does not touch `app2:…`).
+ */
+export async function purgePrefix(redis: Redis, prefix: string): Promise<number> {
+  let removed = 0;
+  for await (const keys of scanPrefix(redis, prefix)) removed += await redis.unlink(...keys);
+  return removed;
+}

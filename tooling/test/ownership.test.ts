@@ -1,0 +1,121 @@
+// One owner per Redis key and per hash field: what each package's Lua and TS may touch, checked
+// over the source. The owners: broker — lanes, delayed sets, dead letters, claim markers; store —
+// task records (every field in RECORD_FIELDS), event streams, the task index, statistics buckets,
+// submit markers; cancel — the cancel channel. (packages/core/README.md lists every key.)
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { RECORD_FIELDS } from "@flotilla/store";
+import { describe, expect, it } from "vitest";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+
+function files(dir: string, ending: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      if (name === "node_modules" || name === "dist" || name === "generated") continue;
+      if (statSync(p).isDirectory()) walk(p);
+      else if (name.endsWith(ending)) out.push(p);
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+const packagesWith = (sub: string) =>
+  readdirSync(join(ROOT, "packages")).flatMap((p) => {
+    try {
+      return statSync(join(ROOT, "packages", p, sub)).isDirectory() ? [p] : [];
+    } catch {
+      return [];
+    }
+  });
+
+/** Code without comment lines. */
+const code = (text: string) =>
+  text
+    .split("\n")
+    .filter((l) => !/^\s*--/.test(l))
+    .join("\n");
+
+interface Call {
+  file: string;
+  pkg: string;
+  cmd: string;
+  key: string;
+}
+
+const luaCalls: Call[] = packagesWith("lua").flatMap((pkg) =>
+  files(join(ROOT, "packages", pkg, "lua"), ".lua").flatMap((file) =>
+    [...code(readFileSync(file, "utf8")).matchAll(/redis\.call\('(\w+)',\s*([^,)]+)/g)].map((m) => ({
+      file: relative(ROOT, file),
+      pkg,
+      cmd: m[1]!.toUpperCase(),
+      key: m[2]!.trim(),
+    })),
+  ),
+);
+
+describe("ownership of keys and fields", () => {
+  it("finds the scripts it checks", () => {
+    expect(new Set(luaCalls.map((c) => c.pkg))).toEqual(new Set(["broker", "cancel", "store"]));
+  });
+
+  it("only the store's Lua touches hashes (task records, statistics buckets)", () => {
+    const strays = luaCalls.filter((c) => /^H/.test(c.cmd) && c.pkg !== "store");
+    expect(strays).toEqual([]);
+  });
+
+  it("only the broker's Lua reads, acknowledges, claims or deletes queue entries", () => {
+    const groupCommands = ["XREADGROUP", "XACK", "XCLAIM", "XAUTOCLAIM", "XPENDING", "XDEL"];
+    expect(luaCalls.filter((c) => groupCommands.includes(c.cmd) && c.pkg !== "broker")).toEqual([]);
+  });
+
+  it("the store adds to streams and sorted sets only its own: the event stream and the task index", () => {
+    const adds = luaCalls.filter((c) => c.pkg === "store" && ["XADD", "ZADD", "ZRANGE", "ZREM"].includes(c.cmd));
+    expect(adds.map((c) => `${c.cmd} ${c.key}`).sort()).toEqual(["XADD stream", "ZADD index"]);
+  });
+
+  it("the cancel package's Lua only announces, on the cancel channel", () => {
+    expect(luaCalls.filter((c) => c.pkg === "cancel").map((c) => c.cmd)).toEqual(["PUBLISH"]);
+  });
+
+  it("the store's Lua names no record field that RECORD_FIELDS does not list", () => {
+    // Quoted words in the store's Lua that are not fields: reply kinds and reasons, outcomes and
+    // statistics names, lane names, a Lua type name, and the event stream entry's field.
+    const notFields = new Set([
+      "ok", "rejected", "refused", "gone", "run", "skip", "dead", "missing", "malformed", "terminal", "running", "stale",
+      "cancelled", "failed", "requested", "finished", "high", "normal", "low", "table", "null", "e", "hw:",
+    ]);
+    const words = new Set<string>();
+    for (const file of files(join(ROOT, "packages/store/lua"), ".lua")) {
+      for (const m of code(readFileSync(file, "utf8")).matchAll(/'([a-z][A-Za-z:]*)'/g)) words.add(m[1]!);
+    }
+    const unknown = [...words].filter((w) => !notFields.has(w) && !Object.hasOwn(RECORD_FIELDS, w));
+    expect(unknown).toEqual([]);
+    expect(words.has("hw:") && Object.hasOwn(RECORD_FIELDS, "hw:<scope>")).toBe(true);
+  });
+
+  it("every field RECORD_FIELDS lists is used by the store", () => {
+    const store = [...files(join(ROOT, "packages/store/lua"), ".lua"), ...files(join(ROOT, "packages/store/src"), ".ts")]
+      .filter((f) => !f.endsWith("record.ts"))
+      .map((f) => readFileSync(f, "utf8"))
+      .join("\n");
+    const unused = Object.keys(RECORD_FIELDS).filter((f) => !new RegExp(`['"]${f.replace("<scope>", "")}`).test(store));
+    expect(unused).toEqual([]);
+  });
+
+  it("no package but the store reads or writes hash fields from TypeScript", () => {
+    const strays: string[] = [];
+    for (const dir of ["packages", "apps", "examples"]) {
+      for (const file of files(join(ROOT, dir), ".ts")) {
+        const rel = relative(ROOT, file);
+        if (rel.startsWith("packages/store/") || rel.includes("/test/")) continue;
+        if (/\.(hmget|hget|hset|hdel|hgetall|hincrby|hexists)\(/i.test(readFileSync(file, "utf8"))) strays.push(rel);
+      }
+    }
+    expect(strays).toEqual([]);
+  });
+});

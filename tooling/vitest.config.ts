@@ -1,0 +1,3 @@
+import { flotillaProject } from "./vitest/preset.ts";
+
+export default flotillaProject("tooling");
