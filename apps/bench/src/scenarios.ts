@@ -33,7 +33,7 @@ async function drain(ctx: BenchContext, system: System, tasks: number, procs: nu
     }
     await waitUntil(
       async () => {
-        const d = await client.queueDepth("bench");
+        const d = await client.fleet.queueDepth("bench");
         return d.waiting + d.inFlight + d.delayed === 0;
       },
       600_000,
@@ -243,7 +243,7 @@ export async function recovery(ctx: BenchContext) {
     if (system === "flotilla") {
       const client = new FlotillaClient({ redis: ctx.url, prefix });
       const handles = await client.submitMany(Array.from({ length: tasks }, (_, i) => ({ agent: noop, input: i, options: { queue: "bench" } })));
-      inFlight = async () => (await client.queueDepth("bench")).inFlight;
+      inFlight = async () => (await client.fleet.queueDepth("bench")).inFlight;
       done = async () => (await Promise.all(handles.map((h) => h.status()))).every((s) => s.status === "COMPLETED");
       close = () => client.close();
     } else {

@@ -6,9 +6,9 @@ import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient, type TaskHandle } from "@flotilla/client";
-import { purgePrefix } from "@flotilla/testing";
+import { purgePrefix, startRedisServer } from "@flotilla/testing";
 import { Redis } from "ioredis";
-import { answers, startThrowawayRedis } from "./redis-server.ts";
+import { answers } from "./redis-server.ts";
 
 const fromSource = import.meta.url.endsWith(".ts");
 const ext = fromSource ? "ts" : "js";
@@ -47,10 +47,10 @@ function startWorker(url: string, prefix: string, name: string): Promise<ChildPr
 
 async function main(): Promise<void> {
   let url = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
-  let stopRedis: (() => void) | undefined;
+  let stopRedis: (() => Promise<void>) | undefined;
   if (!(await answers(url))) {
     say(dim(`No Redis answers at ${url}; starting a throwaway redis-server…`));
-    const server = await startThrowawayRedis();
+    const server = await startRedisServer({ aof: false });
     url = server.url;
     stopRedis = server.stop;
   }
@@ -62,7 +62,7 @@ async function main(): Promise<void> {
   const admin = new Redis(url);
   try {
     for (let i = 0; ; i++) {
-      if ((await client.getFleetStatus()).live === 2) break;
+      if ((await client.fleet.status()).live === 2) break;
       if (i > 200) throw new Error("the workers did not join the fleet");
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -122,7 +122,7 @@ async function main(): Promise<void> {
     say(`The researcher called its tools: ${toolResults.join(", ")}\n`);
 
     await new Promise((r) => setTimeout(r, 400)); // one more beat
-    const fleet = await client.getFleetStatus();
+    const fleet = await client.fleet.status();
     say(bold("Fleet"));
     for (const w of fleet.workers) {
       say(`  ${w.workerId.padEnd(10)} pid ${String(w.pid).padEnd(7)} ${w.alive ? "live" : "dead"}  completed ${w.completed}  failed ${w.failed}`);
@@ -156,7 +156,7 @@ async function main(): Promise<void> {
     await client.close();
     await purgePrefix(admin, prefix);
     admin.disconnect();
-    stopRedis?.();
+    await stopRedis?.();
   }
 }
 

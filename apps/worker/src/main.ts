@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import type { TemporalWorker } from "@flotilla/temporal";
 import { type Executor, jsonLogger, Worker } from "@flotilla/worker";
 import { loadConfig, loadWorkerModule, USAGE } from "./config.ts";
 import { startEndpoints } from "./endpoints.ts";
@@ -22,11 +23,11 @@ async function main(): Promise<number> {
   const endpoints = config.metricsPort === undefined ? undefined : await startEndpoints(config.metricsPort, () => isReady());
   // Temporal mode: tasks become workflows; this process may also serve them as a Temporal worker.
   // @flotilla/temporal is loaded only here, so Redis-mode deployments never load Temporal.
-  let temporal: { executor: Executor & { close(): Promise<void> }; worker?: { run(): Promise<void>; shutdown(): void } } | undefined;
+  let temporal: { executor: Executor & { close(): Promise<void> }; worker?: TemporalWorker; running?: Promise<void> } | undefined;
   if (config.executor === "temporal") {
     const { createTemporalWorker, temporalExecutor } = await import("@flotilla/temporal");
     const settings = { address: config.temporalAddress, namespace: config.temporalNamespace, taskQueue: config.temporalTaskQueue };
-    temporal = { executor: temporalExecutor(settings) };
+    temporal = { executor: temporalExecutor({ ...settings, logger: log }) };
     if (config.temporalWorker) {
       temporal.worker = await createTemporalWorker({
         ...settings,
@@ -68,7 +69,9 @@ async function main(): Promise<number> {
     worker
       .stop({ drainTimeoutMs: config.drainTimeoutMs })
       .then(async () => {
+        // The Temporal worker closes its connections (Redis, Temporal) once run() has ended.
         temporal?.worker?.shutdown();
+        await temporal?.running?.catch(() => {});
         await temporal?.executor.close();
         await endpoints?.close();
       })
@@ -86,7 +89,9 @@ async function main(): Promise<number> {
   isReady = () => worker.ready;
   await worker.start();
   if (temporal?.worker) {
-    temporal.worker.run().catch((err: unknown) => {
+    temporal.running = temporal.worker.run();
+    temporal.running.catch((err: unknown) => {
+      if (stopping) return;
       log.error("temporal worker failed", { err });
       process.exit(1);
     });

@@ -1,10 +1,10 @@
-export * from "./agent.ts";
-export * from "./messages.ts";
-export * from "./model.ts";
-export * from "./output.ts";
-export * from "./run.ts";
-export * from "./scripted.ts";
-export * from "./steps.ts";
-export * from "./swarm.ts";
-export * from "./tool.ts";
-export * from "./turn.ts";
+// @flotilla/agent: defining agents, swarms and tools, and running them in process. What a durable
+// executor builds on is in "@flotilla/agent/effects" (a model turn, a tool call) and
+// "@flotilla/agent/loop" (the tool loop as a pure driver, importable from workflow code).
+export { Agent, type AgentConfig } from "./agent.ts";
+export { KNOWN_PROVIDERS, type KnownProvider, type LanguageModel, ModelResolver, type ModelResolverOptions, type OpenAICompatibleEndpoint, type ProviderFactory } from "./model.ts";
+export { type RunOptions, type RunResult, run } from "./run.ts";
+export { type Script, ScriptSchema, scriptedModel } from "./scripted.ts";
+export { HANDOFF_TOOL } from "./steps.ts";
+export { Swarm, type SwarmConfig } from "./swarm.ts";
+export { defineTool, type Tool, type ToolContext, type ToolRegistry } from "./tool.ts";

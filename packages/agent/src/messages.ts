@@ -1,7 +1,5 @@
 import type { LanguageModelV4Message, LanguageModelV4Prompt } from "@ai-sdk/provider";
-import type { JsonValue, Message } from "@flotilla/core";
-
-export type { Message } from "@flotilla/core";
+import type { Message } from "@flotilla/core";
 
 /** A conversation as the AI SDK's model interface takes it, after the agent's instructions. */
 export function toPrompt(instructions: string, messages: readonly Message[]): LanguageModelV4Prompt {
@@ -39,5 +37,3 @@ export function toPrompt(instructions: string, messages: readonly Message[]): La
   return prompt;
 }
 
-/** The text a run's input becomes as a user message. */
-export const inputText = (input: JsonValue): string => (typeof input === "string" ? input : JSON.stringify(input));

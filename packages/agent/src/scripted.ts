@@ -1,5 +1,5 @@
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart } from "@ai-sdk/provider";
-import { ErrorCodes, FlotillaError, type JsonValue } from "@flotilla/core";
+import { ErrorCodes, FlotillaError, type JsonValue, sleep, ValidationError } from "@flotilla/core";
 import { z } from "zod";
 
 /** What `agent.options.scripted` may say; every field optional. */
@@ -20,21 +20,6 @@ export const ScriptSchema = z
   })
   .strict();
 export type Script = z.infer<typeof ScriptSchema>;
-
-export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (signal?.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
 
 function tokenize(text: string, chunkSize: number): string[] {
   if (chunkSize > 0) {
@@ -82,7 +67,8 @@ export function scriptedModel(modelId = "scripted"): LanguageModelV4 {
     async doStream(options: LanguageModelV4CallOptions) {
       const parsed = ScriptSchema.safeParse(options.providerOptions?.scripted ?? {});
       if (!parsed.success) {
-        throw new FlotillaError(ErrorCodes.VALIDATION, `invalid options.scripted: ${parsed.error.issues[0]?.message}`);
+        const issue = parsed.error.issues[0];
+        throw ValidationError.of("agent", ["options", "scripted", ...(issue?.path ?? [])].join("."), issue?.message ?? "invalid");
       }
       return { stream: ReadableStream.from(script(parsed.data, options)) };
     },

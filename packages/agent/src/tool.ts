@@ -1,6 +1,7 @@
 import type { LanguageModelV4FunctionTool } from "@ai-sdk/provider";
-import type { JsonValue } from "@flotilla/core";
+import { type AgentSpec, ErrorCodes, FlotillaError, type JsonValue, toTaskError, ValidationError } from "@flotilla/core";
 import { z } from "zod";
+import { handoffDefinition, type ToolCall, type ToolOutput } from "./steps.ts";
 
 export interface ToolContext {
   /** Aborted when the task is cancelled, times out or the worker shuts down. */
@@ -17,8 +18,9 @@ export interface Tool<S extends z.ZodType = z.ZodType, R extends JsonValue = Jso
   execute(args: z.output<S>, context: ToolContext): Promise<R> | R;
 }
 
+/** Checks a tool's name (what models and agents call it by); throws a ValidationError naming `name`. */
 export function defineTool<S extends z.ZodType, R extends JsonValue>(tool: Tool<S, R>): Tool<S, R> {
-  if (!/^[A-Za-z0-9_-]{1,64}$/.test(tool.name)) throw new Error(`invalid tool name "${tool.name}"`);
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(tool.name)) throw ValidationError.of("tool", "name", `"${tool.name}" must be 1 to 64 letters, digits, _ or -`);
   return tool;
 }
 
@@ -31,8 +33,38 @@ export function lookupTool(registry: ToolRegistry | undefined, name: string): To
   return Object.hasOwn(registry, name) ? (registry as Record<string, Tool>)[name] : undefined;
 }
 
+/** The tools an agent names, from the worker's registry; one the worker lacks is an UNKNOWN_TOOL error. */
+export function resolveTools(agent: AgentSpec, registry: ToolRegistry | undefined): Tool[] {
+  return agent.tools.map((name) => {
+    const tool = lookupTool(registry, name);
+    if (!tool) throw new FlotillaError(ErrorCodes.UNKNOWN_TOOL, `agent "${agent.name}" uses tool "${name}", which this worker does not register`);
+    return tool;
+  });
+}
+
 /** A tool as the model is told about it: its name, description and input as JSON Schema. */
 export function toolDefinition(tool: Tool): LanguageModelV4FunctionTool {
   const { $schema: _, ...schema } = z.toJSONSchema(tool.inputSchema, { io: "input", target: "draft-7" }) as Record<string, unknown>;
   return { type: "function", name: tool.name, description: tool.description, inputSchema: schema as LanguageModelV4FunctionTool["inputSchema"] };
+}
+
+/** The tools a turn offers the model: the agent's, and the handoff tool when it may hand over. */
+export function toolDefinitions(tools: readonly Tool[], handoffTargets: readonly string[]): LanguageModelV4FunctionTool[] {
+  const definitions = tools.map(toolDefinition);
+  if (handoffTargets.length > 0) definitions.push(handoffDefinition(handoffTargets));
+  return definitions;
+}
+
+/** Runs one tool call with the run's signal; a failure becomes an error result for the model. */
+export async function runToolCall(tool: Tool | undefined, call: ToolCall, context: ToolContext): Promise<ToolOutput> {
+  if (!tool) return { result: `unknown tool "${call.name}"`, isError: true };
+  const args = tool.inputSchema.safeParse(call.args);
+  if (!args.success) return { result: `invalid arguments: ${args.error.issues[0]?.message}`, isError: true };
+  try {
+    const result = await tool.execute(args.data, context);
+    return { result: (result ?? null) as JsonValue, isError: false };
+  } catch (err) {
+    if (context.signal.aborted) throw context.signal.reason;
+    return { result: toTaskError(err, ErrorCodes.TOOL_ERROR).message, isError: true };
+  }
 }

@@ -1,23 +1,13 @@
 import { APICallError, type LanguageModelV4FunctionTool, type LanguageModelV4StreamPart } from "@ai-sdk/provider";
-import { type AgentSpec, ErrorCodes, FlotillaError, type JsonValue, type Message, parseJsonOr } from "@flotilla/core";
+import { type AgentSpec, ErrorCodes, FlotillaError, type JsonValue, type Message, parseJsonOr, sleep } from "@flotilla/core";
 import type { AgentEvent, Usage } from "@flotilla/events";
+import type { TurnOutput } from "./loop.ts";
 import { toPrompt } from "./messages.ts";
 import type { LanguageModel } from "./model.ts";
-import { sleep } from "./scripted.ts";
-
-export interface ToolCall {
-  toolCallId: string;
-  name: string;
-  args: JsonValue;
-}
+import type { ToolCall } from "./steps.ts";
 
 /** What one model turn produced. */
-export interface TurnResult {
-  text: string;
-  toolCalls: ToolCall[];
-  usage: Usage;
-  finishReason: string;
-}
+export type TurnResult = TurnOutput;
 
 export interface TurnRequest {
   model: LanguageModel;
@@ -110,12 +100,12 @@ function isRetryableApiError(err: unknown): boolean {
 function modelError(err: unknown): unknown {
   if (err instanceof FlotillaError) return err;
   if (APICallError.isInstance(err)) {
-    const e = new FlotillaError(ErrorCodes.MODEL_ERROR, `model call failed${err.statusCode ? ` (HTTP ${err.statusCode})` : ""}: ${err.message}`, {
+    return new FlotillaError(ErrorCodes.MODEL_ERROR, `model call failed${err.statusCode ? ` (HTTP ${err.statusCode})` : ""}: ${err.message}`, {
       cause: err,
       details: { statusCode: err.statusCode, url: err.url },
+      // Unset when the provider may succeed next time: the code (MODEL_ERROR, retryable) decides.
+      ...(!err.isRetryable && { retryable: false }),
     });
-    if (!err.isRetryable) Object.assign(e, { retryable: false });
-    return e;
   }
   if (err instanceof Error) return new FlotillaError(ErrorCodes.MODEL_ERROR, `model call failed: ${err.message}`, { cause: err });
   return new FlotillaError(ErrorCodes.MODEL_ERROR, `model call failed: ${String(err)}`);

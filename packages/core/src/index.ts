@@ -1,9 +1,72 @@
 // @flotilla/core: the pure part — schemas, errors, keys, ids and defaults, with no I/O and no Node
 // built-ins, so Temporal workflow code may import it. Connections, the Lua script runner and the
 // subscriber hub are in "@flotilla/core/redis".
-export * from "./defaults.ts";
-export * from "./errors.ts";
+export { DEFAULT_RETENTION, DEFAULTS, type Retention, type RetentionOptions, resolveRetention } from "./defaults.ts";
+export {
+  ConnectionError,
+  CorruptRecordError,
+  DeadLetterNotFoundError,
+  DuplicateTaskError,
+  type ErrorCode,
+  ErrorCodes,
+  FlotillaError,
+  type FlotillaErrorOptions,
+  isRetryable,
+  LifecycleError,
+  NON_RETRYABLE_CODES,
+  TaskCancelledError,
+  type TaskError,
+  TaskFailedError,
+  TaskNotFoundError,
+  toTaskError,
+  UnrecoverableError,
+  ValidationError,
+  type ValidationIssue,
+  WaitTimeoutError,
+} from "./errors.ts";
 export { newId, parseJsonOr, sleep } from "./ids.ts";
 export { CONSUMER_GROUP, createKeys, type Keys, STATS_BUCKET_MS, splitTaskId, type TaskRef, taskIdOf } from "./keys.ts";
 export { type Logger, type LogFields, silentLogger } from "./logger.ts";
-export * from "./schemas.ts";
+export {
+  type AgentSpec,
+  type AgentSpecInput,
+  AgentSpecSchema,
+  type Backoff,
+  type BackoffOptions,
+  BackoffSchema,
+  backoffDelay,
+  DEFAULT_BACKOFF,
+  isTerminal,
+  type JsonValue,
+  JsonValueSchema,
+  laneOfPriority,
+  type Message,
+  MessageSchema,
+  PRIORITIES,
+  type Priority,
+  PriorityOptionSchema,
+  PrioritySchema,
+  parseInput,
+  parseStored,
+  QueueNameSchema,
+  type ResolvedSubmitOptions,
+  type RunnableSpec,
+  RunnableSpecSchema,
+  SAFE_ID,
+  type Serializable,
+  type SubmitOptions,
+  SubmitOptionsSchema,
+  type SwarmSpec,
+  type SwarmSpecInput,
+  SwarmSpecSchema,
+  TaskErrorSchema,
+  TaskIdSchema,
+  TaskNameSchema,
+  type TaskPayload,
+  TaskPayloadSchema,
+  type TaskStatus,
+  TaskStatusSchema,
+  TERMINAL_STATUSES,
+  type TokenUsage,
+  TokenUsageSchema,
+} from "./schemas.ts";

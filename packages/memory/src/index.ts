@@ -1,5 +1,5 @@
-export * from "./postgres-store.ts";
-export * from "./redis-store.ts";
-export * from "./sqlite-store.ts";
-export * from "./store.ts";
-export * from "./stores.ts";
+export { PostgresMemoryStore, type PostgresMemoryOptions } from "./postgres-store.ts";
+export { RedisMemoryStore, type RedisMemoryOptions } from "./redis-store.ts";
+export { SqliteMemoryStore } from "./sqlite-store.ts";
+export { checkConversationId, latestAttempts, loadHistory, type MemoryEntry, MemoryEntrySchema, type MemoryStore } from "./store.ts";
+export { type MemoryRef, MemoryRefSchema, MemoryStores } from "./stores.ts";

@@ -1,26 +1,17 @@
-import {
-  handoffDefinition,
-  type LanguageModel,
-  lookupTool,
-  ModelResolver,
-  type ModelResolverOptions,
-  modelTurn,
-  parseOutput,
-  resolveTools,
-  runToolCall,
-  type ToolRegistry,
-  toolDefinition,
-} from "@flotilla/agent";
+import { type LanguageModel, ModelResolver, type ModelResolverOptions, type ToolRegistry } from "@flotilla/agent";
+import { lookupTool, modelTurn, parseOutput, resolveTools, runToolCall, toolDefinitions } from "@flotilla/agent/effects";
+import { assistantMessage, inputMessage, toolMessage } from "@flotilla/agent/steps";
 import { type AgentSpec, createKeys, isRetryable, type JsonValue, type Message, type RetentionOptions, resolveRetention, type TokenUsage, toTaskError } from "@flotilla/core";
-import { type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core/redis";
+import { closeRedis, type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core/redis";
 import { type AgentEvent, EventPublisher } from "@flotilla/events";
 import { loadHistory, type MemoryStore, MemoryStores } from "@flotilla/memory";
+import { readAttempt } from "@flotilla/store";
 import { Context } from "@temporalio/activity";
 import { ApplicationFailure } from "@temporalio/common";
-import type { AgentWorkflowInput, RunResultJson, ToolCallJson, ToolInput, ToolOutput, TurnInput, TurnOutput } from "./types.ts";
+import type { AgentWorkflowInput, EmitInput, RunResultJson, ToolInput, ToolOutput, TurnInput, TurnOutput } from "./types.ts";
 
 export interface ActivityOptions extends ModelResolverOptions {
-  /** Redis the fleet uses (URL, options or an ioredis instance). @default "redis://127.0.0.1:6379" */
+  /** Redis the fleet uses (URL, options or an ioredis instance, which stays yours to close). @default "redis://127.0.0.1:6379" */
   redis?: RedisConnection | undefined;
   /** Key prefix shared with the fleet. @default "flotilla" */
   prefix?: string | undefined;
@@ -34,51 +25,42 @@ export interface ActivityOptions extends ModelResolverOptions {
   heartbeatIntervalMs?: number | undefined;
 }
 
-type EmitInput =
-  | {
-      taskId: string;
-      step: number;
-      kind: "tool-results";
-      /** The task's agent (or swarm) name, stamped on the events as the task record has it. */
-      agent: string;
-      results: Array<{ call: ToolCallJson } & ToolOutput>;
-      memory?: AgentWorkflowInput["memory"];
-    }
-  | {
-      taskId: string;
-      step: number;
-      kind: "handoff";
-      from: string;
-      to: string;
-      reason?: string | undefined;
-      /** A pipeline's next input, joining the conversation. */
-      message?: Message;
-      memory?: AgentWorkflowInput["memory"];
-    };
+/** The activities the Flotilla workflow calls: register them on a Temporal worker as they are. */
+export type FlotillaActivities = ReturnType<typeof activitiesOf>;
 
 /**
  * The activities of the Flotilla workflow: one model turn, one tool call, and the bookkeeping
  * around them. They publish the task's events live to its Redis stream and channel, under a scope
  * per step, so a retried activity does not repeat events a reader already saw; they heartbeat on a
- * timer, and a cancel reaches the model call or tool through its AbortSignal.
+ * timer, and a cancel reaches the model call or tool through its AbortSignal. `close()` once the
+ * Temporal worker has stopped: it closes the Redis connection the activities opened.
  */
-export function createActivities(options: ActivityOptions = {}) {
-  const keys = createKeys(options.prefix);
-  const retention = resolveRetention(options.retention);
-  const models = new ModelResolver(options);
+export function createActivities(options: ActivityOptions = {}): { activities: FlotillaActivities; close(): Promise<void> } {
   let conn: OwnedRedis | undefined;
   const redis = () => {
     conn ??= openRedis(options.redis, "command");
     return conn.redis;
   };
+  return {
+    activities: activitiesOf(options, redis),
+    async close() {
+      await closeRedis(conn);
+    },
+  };
+}
+
+function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]) {
+  const keys = createKeys(options.prefix);
+  const retention = resolveRetention(options.retention);
+  const models = new ModelResolver(options);
   const stores = new MemoryStores(options.memory, redis, keys.prefix);
   const memoryStore = (name: string) => stores.get(name);
   const remember = async (memory: AgentWorkflowInput["memory"], taskId: string, key: string, message: Message) => {
     if (memory) await memoryStore(memory.store).append(memory.conversationId, [{ taskId, attempt: 1, key, message }]);
   };
 
-  /** The attempt running the task now: events are stamped with it. */
-  const currentAttempt = async (taskId: string) => Number((await redis().hget(keys.task(taskId), "attempt")) ?? 1);
+  /** The attempt running the task now: events are stamped with it (1 for a task without a record). */
+  const currentAttempt = async (taskId: string) => (await readAttempt(redis(), keys, taskId)) || 1;
 
   /** Runs `work` with a heartbeat timer and the activity's cancellation; failures become Temporal failures. */
   async function activity<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
@@ -108,7 +90,7 @@ export function createActivities(options: ActivityOptions = {}) {
     /** Loads the conversation (memory) and adds the input to it; returns the messages the run starts with. */
     async begin(args: { taskId: string; input: JsonValue; memory?: AgentWorkflowInput["memory"] }): Promise<Message[]> {
       return activity(async () => {
-        const user: Message = { role: "user", content: typeof args.input === "string" ? args.input : JSON.stringify(args.input) };
+        const user = inputMessage(args.input);
         if (!args.memory) return [user];
         const store = memoryStore(args.memory.store);
         const history = await loadHistory(store, args.memory.conversationId, args.taskId);
@@ -122,8 +104,7 @@ export function createActivities(options: ActivityOptions = {}) {
       return activity(async (signal) => {
         const agent: AgentSpec = args.agent;
         const model = options.model ?? (await models.resolve(agent.model));
-        const tools = resolveTools(agent, options.tools).map(toolDefinition);
-        if (args.handoffTargets.length > 0) tools.push(handoffDefinition(args.handoffTargets));
+        const tools = toolDefinitions(resolveTools(agent, options.tools), args.handoffTargets);
         const events = await publisher(args.taskId, `s${args.step}`, agent.name);
         const turn = modelTurn({ model, agent, messages: args.messages, tools, signal });
         let next = await turn.next();
@@ -134,12 +115,7 @@ export function createActivities(options: ActivityOptions = {}) {
         const result = next.value;
         events.emit({ type: "step", index: args.step, finishReason: result.finishReason, usage: result.usage });
         await events.flush();
-        await remember(args.memory, args.taskId, `a${args.step}`, {
-          role: "assistant",
-          content: result.text,
-          ...(result.toolCalls.length > 0 && { toolCalls: result.toolCalls }),
-          ...(args.handoffTargets.length > 0 && { agent: agent.name }),
-        });
+        await remember(args.memory, args.taskId, `a${args.step}`, assistantMessage(result, agent.name, args.handoffTargets.length > 0));
         return { text: result.text, toolCalls: result.toolCalls, usage: result.usage, finishReason: result.finishReason };
       });
     },
@@ -163,9 +139,7 @@ export function createActivities(options: ActivityOptions = {}) {
             args.agent,
             args.results.map(({ call, result, isError }) => ({ type: "tool_result", toolCallId: call.toolCallId, name: call.name, result, isError })),
           );
-          for (const { call, result, isError } of args.results) {
-            await remember(args.memory, args.taskId, `t${args.step}:${call.toolCallId}`, { role: "tool", toolCallId: call.toolCallId, name: call.name, content: result, isError });
-          }
+          for (const r of args.results) await remember(args.memory, args.taskId, `t${args.step}:${r.call.toolCallId}`, toolMessage(r));
           return;
         }
         await publish(args.taskId, `h${args.step}`, args.from, [{ type: "handoff", from: args.from, to: args.to, ...(args.reason && { reason: args.reason }) }]);

@@ -1,7 +1,17 @@
-import { ErrorCodes, FlotillaError, type JsonValue, parseInput, type TokenUsage } from "@flotilla/core";
+import { ErrorCodes, FlotillaError, type JsonValue, type Logger, parseInput, silentLogger, sleep, type TokenUsage } from "@flotilla/core";
 import { MemoryRefSchema } from "@flotilla/memory";
 import type { ExecutionContext, Executor } from "@flotilla/worker";
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type WorkflowHandle } from "@temporalio/client";
+import {
+  Client,
+  Connection,
+  isGrpcServiceError,
+  isRetryableError,
+  ServiceError,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  type WorkflowHandle,
+  WorkflowNotFoundError,
+} from "@temporalio/client";
 import { ApplicationFailure, CancelledFailure, TimeoutFailure } from "@temporalio/common";
 import type { ActivitySettings, RunResultJson } from "./types.ts";
 import type { flotillaAgent } from "./workflow.ts";
@@ -17,22 +27,48 @@ export interface TemporalExecutorOptions {
   taskQueue?: string;
   /** Timeouts and attempts of the workflow's activities. */
   activity?: ActivitySettings;
+  /** Where a workflow that could not be cancelled is reported. @default silentLogger */
+  logger?: Logger;
 }
+
+/** Attempts at cancelling a workflow when the failure is transient (Temporal unreachable for a moment). */
+const CANCEL_ATTEMPTS = 3;
 
 /** Codes that reach the Flotilla worker as they are: Temporal already retried, so none is retried again. */
 function toFlotillaError(err: unknown, signal: AbortSignal): unknown {
   if (signal.aborted) return signal.reason;
   let cause: unknown = err;
   while (cause instanceof Error) {
-    if (cause instanceof ApplicationFailure) {
-      const e = new FlotillaError(cause.type ?? ErrorCodes.AGENT_ERROR, cause.message);
-      return Object.assign(e, { retryable: false });
-    }
-    if (cause instanceof CancelledFailure) return Object.assign(new FlotillaError(ErrorCodes.CANCELLED, "the workflow was cancelled"), { retryable: false });
-    if (cause instanceof TimeoutFailure) return Object.assign(new FlotillaError(ErrorCodes.TIMEOUT, `the workflow timed out: ${cause.message}`), { retryable: false });
+    if (cause instanceof ApplicationFailure) return new FlotillaError(cause.type ?? ErrorCodes.AGENT_ERROR, cause.message, { cause: err, retryable: false });
+    if (cause instanceof CancelledFailure) return new FlotillaError(ErrorCodes.CANCELLED, "the workflow was cancelled", { cause: err, retryable: false });
+    if (cause instanceof TimeoutFailure) return new FlotillaError(ErrorCodes.TIMEOUT, `the workflow timed out: ${cause.message}`, { cause: err, retryable: false });
     cause = cause.cause;
   }
-  return err instanceof WorkflowFailedError ? Object.assign(new FlotillaError(ErrorCodes.AGENT_ERROR, err.message), { retryable: false }) : err;
+  return err instanceof WorkflowFailedError ? new FlotillaError(ErrorCodes.AGENT_ERROR, err.message, { cause: err, retryable: false }) : err;
+}
+
+/** A failure of a call to Temporal that may pass if made again: the server unreachable or overloaded. */
+const isTransient = (err: unknown): boolean => err instanceof ServiceError && isGrpcServiceError(err.cause) && isRetryableError(err.cause);
+
+/** Cancels a workflow, again after a transient failure; what still fails is logged, not thrown (the task ends anyway). */
+async function cancelWorkflow(handle: WorkflowHandle, logger: Logger): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await handle.cancel();
+      return;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) {
+        // Already closed (it finished meanwhile): nothing left to cancel.
+        logger.debug("the workflow to cancel has already closed", { taskId: handle.workflowId });
+        return;
+      }
+      if (attempt >= CANCEL_ATTEMPTS || !isTransient(err)) {
+        logger.warn("could not cancel the workflow: it may run on", { taskId: handle.workflowId, attempts: attempt, err });
+        return;
+      }
+      await sleep(250 * 2 ** (attempt - 1));
+    }
+  }
 }
 
 /**
@@ -45,6 +81,7 @@ function toFlotillaError(err: unknown, signal: AbortSignal): unknown {
  */
 export function temporalExecutor(options: TemporalExecutorOptions = {}): Executor & { close(): Promise<void> } {
   const taskQueue = options.taskQueue ?? "flotilla";
+  const logger = options.logger ?? silentLogger;
   let owned: Connection | undefined;
   let clientPromise: Promise<Client> | undefined;
   const client = () => {
@@ -77,7 +114,7 @@ export function temporalExecutor(options: TemporalExecutorOptions = {}): Executo
       const onAbort = () => {
         const code = (ctx.signal.reason as { code?: string } | undefined)?.code;
         // Shutdown and a lost lease leave the workflow running for the next worker.
-        if (code === ErrorCodes.CANCELLED || code === ErrorCodes.TIMEOUT) void handle.cancel().catch(() => {});
+        if (code === ErrorCodes.CANCELLED || code === ErrorCodes.TIMEOUT) void cancelWorkflow(handle, logger);
       };
       if (ctx.signal.aborted) onAbort();
       else ctx.signal.addEventListener("abort", onAbort, { once: true });

@@ -4,7 +4,7 @@ import { NativeConnection, Worker } from "@temporalio/worker";
 import { type ActivityOptions, createActivities } from "./activities.ts";
 
 export interface TemporalWorkerOptions extends ActivityOptions {
-  /** A connection to Temporal, or where to open one. */
+  /** A connection to Temporal (stays yours to close), or where to open one (closed with the worker). */
   connection?: NativeConnection;
   /** @default "127.0.0.1:7233" */
   address?: string;
@@ -14,8 +14,20 @@ export interface TemporalWorkerOptions extends ActivityOptions {
   taskQueue?: string;
   /** Activities run at once. @default 100 */
   maxConcurrentActivityTaskExecutions?: number;
-  /** A bundle made once with `bundleWorkflowCode({ workflowsPath })`, for processes that start many workers. */
+  /** A bundle made once with `bundleWorkflowCode({ workflowsPath })`, for processes that start many workers. @default bundled from workflowsPath */
   workflowBundle?: { code: string };
+}
+
+/** A Temporal worker serving Flotilla's workflow and activities, that closes what it opened when it stops. */
+export interface TemporalWorker {
+  /** Polls until `shutdown()` (or a fatal error), then closes the Redis connection and the Temporal connection it opened. */
+  run(): Promise<void>;
+  /** Starts a graceful shutdown (if running): `run()` resolves once the tasks in flight are done. */
+  shutdown(): void;
+  /** Shuts down, waits for `run()` to end, and so closes what it opened; also for a worker never run. */
+  close(): Promise<void>;
+  /** The Temporal worker underneath (state, metrics). Run it through this wrapper, so its resources are closed. */
+  readonly worker: Worker;
 }
 
 const fromSource = extname(fileURLToPath(import.meta.url)) === ".ts";
@@ -36,14 +48,50 @@ export const webpackConfigHook = (config: { resolve?: { conditionNames?: string[
  * A Temporal worker that runs Flotilla's workflow and activities: what a process needs to serve
  * tasks that Flotilla workers hand to Temporal with `temporalExecutor`. `run()` it; `shutdown()` to stop.
  */
-export async function createTemporalWorker(options: TemporalWorkerOptions = {}): Promise<Worker> {
+export async function createTemporalWorker(options: TemporalWorkerOptions = {}): Promise<TemporalWorker> {
+  const ownConnection = options.connection === undefined;
   const connection = options.connection ?? (await NativeConnection.connect({ address: options.address ?? "127.0.0.1:7233" }));
-  return Worker.create({
-    connection,
-    namespace: options.namespace ?? "default",
-    taskQueue: options.taskQueue ?? "flotilla",
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath, bundlerOptions: { webpackConfigHook: webpackConfigHook as never } }),
-    activities: createActivities(options),
-    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions ?? 100,
-  });
+  const activities = createActivities(options);
+  const release = async () => {
+    await activities.close();
+    if (ownConnection) await connection.close();
+  };
+  let worker: Worker;
+  try {
+    worker = await Worker.create({
+      connection,
+      namespace: options.namespace ?? "default",
+      taskQueue: options.taskQueue ?? "flotilla",
+      ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath, bundlerOptions: { webpackConfigHook: webpackConfigHook as never } }),
+      activities: activities.activities,
+      maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions ?? 100,
+    });
+  } catch (err) {
+    await release();
+    throw err;
+  }
+  let running: Promise<void> | undefined;
+  const run = () =>
+    (running ??= (async () => {
+      try {
+        await worker.run();
+      } finally {
+        await release();
+      }
+    })());
+  const shutdown = () => {
+    if (worker.getState() === "RUNNING") worker.shutdown();
+  };
+  return {
+    worker,
+    run,
+    shutdown,
+    async close() {
+      // A worker never run still holds its connection: run it and stop it at once, to let go of both.
+      const done = run();
+      shutdown();
+      // run() reports its own failure to whoever awaits it; close() only waits for the end.
+      await done.catch(() => {});
+    },
+  };
 }

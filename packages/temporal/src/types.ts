@@ -42,9 +42,9 @@ export interface TurnInput {
   /** Index of this model turn in the run (0, 1, …): scopes its events so a retry does not repeat them. */
   step: number;
   agent: AgentSpec;
-  messages: Message[];
+  messages: readonly Message[];
   /** Set for a swarm member: the agents it may hand over to. */
-  handoffTargets: string[];
+  handoffTargets: readonly string[];
   memory?: AgentWorkflowInput["memory"];
 }
 
@@ -66,3 +66,26 @@ export interface ToolOutput {
   result: JsonValue;
   isError: boolean;
 }
+
+/** Events and memory for what the workflow decided itself: a turn's tool results, a handoff. */
+export type EmitInput =
+  | {
+      taskId: string;
+      step: number;
+      kind: "tool-results";
+      /** The task's agent (or swarm) name, stamped on the events as the task record has it. */
+      agent: string;
+      results: Array<{ call: ToolCallJson } & ToolOutput>;
+      memory?: AgentWorkflowInput["memory"];
+    }
+  | {
+      taskId: string;
+      step: number;
+      kind: "handoff";
+      from: string;
+      to: string;
+      reason?: string | undefined;
+      /** A pipeline's next input, joining the conversation. */
+      message?: Message;
+      memory?: AgentWorkflowInput["memory"];
+    };

@@ -3,14 +3,15 @@ import { fileURLToPath } from "node:url";
 import { Agent, Swarm } from "@flotilla/agent";
 import { FlotillaClient, type FlotillaEvent, TaskCancelledError, TaskFailedError } from "@flotilla/client";
 import { createKeys, ErrorCodes } from "@flotilla/core";
-import { startTemporalServer, type TemporalServer, temporalBinary } from "@flotilla/tooling/temporal-server";
-import { cleanupPrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/tooling/test-utils";
+import { purgePrefix, redisUrl, startTemporalServer, temporalBinary, type TemporalServer, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { Worker as FlotillaWorker } from "@flotilla/worker";
 import { Client, Connection } from "@temporalio/client";
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker as TemporalWorker, type Worker } from "@temporalio/worker";
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker as ReplayWorker } from "@temporalio/worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTemporalWorker, temporalExecutor, webpackConfigHook, workflowsPath } from "../src/index.ts";
+import { createTemporalWorker, type TemporalWorker, temporalExecutor, webpackConfigHook, workflowsPath } from "../src/index.ts";
+import { activityCalls, readHistory } from "./fixtures/history-calls.ts";
 import { countingFactory, pauseTool } from "./fixtures/models.ts";
+import { loopingFactory, scenarioInput, scenarios, scenarioTools } from "./fixtures/scenarios.ts";
 
 const binary = temporalBinary();
 if (!binary) {
@@ -30,7 +31,7 @@ describe.skipIf(!binary)("Temporal executor (real Temporal dev server)", () => {
   let temporal: Client;
   let connection: Connection;
   let nativeConnection: NativeConnection;
-  let temporalWorker: Worker | undefined;
+  let temporalWorker: TemporalWorker | undefined;
   let running: Promise<void> | undefined;
   const flotillaWorkers: FlotillaWorker[] = [];
   const children: ChildProcess[] = [];
@@ -90,7 +91,7 @@ describe.skipIf(!binary)("Temporal executor (real Temporal dev server)", () => {
     await nativeConnection?.close();
     await connection?.close();
     await server?.stop();
-    await cleanupPrefix(redis, prefix);
+    await purgePrefix(redis, prefix);
     await redis.quit();
   }, 60_000);
 
@@ -142,7 +143,48 @@ describe.skipIf(!binary)("Temporal executor (real Temporal dev server)", () => {
     expect(kinds(events)).toContain("handoff");
     expect(await handle.result()).toMatchObject({ text: "Drafted.", agent: "writer" });
     const history = await temporal.workflow.getHandle(handle.taskId).fetchHistory();
-    await TemporalWorker.runReplayHistory({ workflowBundle: bundle }, history, handle.taskId);
+    await ReplayWorker.runReplayHistory({ workflowBundle: bundle }, history, handle.taskId);
+  });
+
+  it("replays the recorded histories of every loop shape, and runs each again with the same activity calls", async () => {
+    // Histories recorded by fixtures/record-histories.ts: tools in parallel, handoffs (first only,
+    // unknown target, none left), a pipeline, maxSteps (default and option), output, a failure.
+    for (const name of Object.keys(scenarios)) await ReplayWorker.runReplayHistory({ workflowBundle: bundle }, readHistory(name), `scenario/${name}`);
+    const queue = `${taskQueue}-scenarios`;
+    const worker = await createTemporalWorker({ connection: nativeConnection, taskQueue: queue, workflowBundle: bundle, redis: redisUrl(), prefix, tools: scenarioTools, providerFactory: loopingFactory });
+    const running = worker.run();
+    try {
+      for (const name of Object.keys(scenarios)) {
+        const input = scenarioInput(name);
+        const handle = await temporal.workflow.start("flotillaAgent", { taskQueue: queue, workflowId: input.taskId, args: [input] });
+        await handle.result().catch(() => {});
+        expect({ name, calls: activityCalls(await handle.fetchHistory()) }).toEqual({ name, calls: activityCalls(readHistory(name)) });
+      }
+    } finally {
+      worker.shutdown();
+      await running;
+    }
+  }, 60_000);
+
+  it("closes the Redis and Temporal connections it opened when it stops, run or not", async () => {
+    const url = new URL(redisUrl());
+    const connectionName = `${prefix.replaceAll(":", "-")}-activities`;
+    const named = async () => String(await redis.client("LIST")).includes(`name=${connectionName}`);
+    const options = { address: server.address, taskQueue: `${taskQueue}-closing`, workflowBundle: bundle, redis: { host: url.hostname, port: Number(url.port || 6379), connectionName }, prefix };
+    const worker = await createTemporalWorker(options);
+    const running = worker.run();
+    // A run whose activities talk to Redis (the worker's own connection is opened lazily).
+    const input = { taskId: "scenario/closing", agent: new Agent({ name: "a", model: "scripted:x" }).toJSON(), input: "hi" };
+    await temporal.workflow.execute("flotillaAgent", { taskQueue: options.taskQueue, workflowId: input.taskId, args: [input] });
+    expect(await named()).toBe(true);
+    worker.shutdown();
+    await running;
+    expect(await named()).toBe(false);
+    expect(worker.worker.getState()).toBe("STOPPED");
+    // Never run: close() still lets go of its connection (a leak would keep the test process alive).
+    const idle = await createTemporalWorker(options);
+    await idle.close();
+    expect(idle.worker.getState()).toBe("STOPPED");
   });
 
   it("resumes after the Temporal worker is killed (kill -9) between two turns: no turn runs twice", async () => {

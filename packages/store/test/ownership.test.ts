@@ -1,14 +1,14 @@
-// One owner per Redis key and per hash field: what each package's Lua and TS may touch, checked
+// One owner per Redis key and per hash field (a store test: the store owns the record), checked
 // over the source. The owners: broker — lanes, delayed sets, dead letters, claim markers; store —
 // task records (every field in RECORD_FIELDS), event streams, the task index, statistics buckets,
 // submit markers; cancel — the cancel channel. (packages/core/README.md lists every key.)
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { RECORD_FIELDS } from "@flotilla/store";
+import { RECORD_FIELDS } from "../src/record.ts";
 import { describe, expect, it } from "vitest";
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 
 function files(dir: string, ending: string): string[] {
   const out: string[] = [];

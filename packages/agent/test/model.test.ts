@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type LanguageModel, ModelResolver } from "./model.ts";
+import { type LanguageModel, ModelResolver } from "../src/model.ts";
 
 describe("ModelResolver", () => {
   it("asks the providerFactory first, then knows scripted, OpenAI-compatible endpoints and provider packages", async () => {

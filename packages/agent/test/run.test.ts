@@ -2,9 +2,9 @@ import { ErrorCodes, ValidationError } from "@flotilla/core";
 import type { AgentEvent } from "@flotilla/events";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { Agent } from "./agent.ts";
-import { type RunResult, run } from "./run.ts";
-import { defineTool } from "./tool.ts";
+import { Agent } from "../src/agent.ts";
+import { type RunResult, run } from "../src/run.ts";
+import { defineTool } from "../src/tool.ts";
 
 async function drain(gen: AsyncGenerator<AgentEvent, RunResult>) {
   const events: AgentEvent[] = [];

@@ -1,0 +1,190 @@
+import { type AgentSpec, DEFAULTS, type JsonValue, type Message, type SwarmSpec } from "@flotilla/core";
+import type { AgentEvent } from "@flotilla/events";
+import { describe, expect, it } from "vitest";
+import { type LoopEffects, runLoop, settle, type TurnOutput } from "../src/loop.ts";
+import { HANDOFF_TOOL, type ToolCall, type ToolOutput } from "../src/steps.ts";
+
+const agent = (name: string, options: Record<string, JsonValue> = {}): AgentSpec => ({ kind: "agent", name, model: "fake:x", instructions: "", tools: [], options });
+const swarm = (agents: AgentSpec[], extra: Partial<SwarmSpec> = {}): SwarmSpec => ({ kind: "swarm", name: "s", agents, mode: "handoff", maxHandoffs: 8, ...extra });
+const usage = { inputTokens: 1, outputTokens: 2, totalTokens: 3 };
+const turn = (text: string, ...toolCalls: Array<[string, JsonValue]>): TurnOutput => ({
+  text,
+  toolCalls: toolCalls.map(([name, args], i) => ({ toolCallId: `c${i}`, name, args })),
+  usage,
+  finishReason: toolCalls.length ? "tool-calls" : "stop",
+});
+const handoffTo = (to: string, reason?: string): [string, JsonValue] => [HANDOFF_TOOL, { agent: to, ...(reason && { reason }) }];
+
+/**
+ * Effects that play each agent's turns from a script (its last turn repeats) and record every
+ * call, in the order the loop made them. `toolCall` answers after `delays[name]` ms.
+ */
+function fakeEffects(script: Record<string, TurnOutput[]>, delays: Record<string, number> = {}) {
+  const log: string[] = [];
+  const seen: Array<{ agent: string; step: number; messages: Message[] }> = [];
+  const effects: LoopEffects = {
+    enter(a, targets) {
+      log.push(`enter ${a.name} [${targets.join(",")}]`);
+      let n = 0;
+      return {
+        async modelTurn(messages, { step }) {
+          seen.push({ agent: a.name, step, messages: [...messages] });
+          log.push(`turn ${a.name} #${step}`);
+          const turns = script[a.name]!;
+          return turns[Math.min(n++, turns.length - 1)]!;
+        },
+        async toolCall(call: ToolCall, { step }): Promise<ToolOutput> {
+          log.push(`call ${call.name} #${step}`);
+          await new Promise((r) => setTimeout(r, delays[call.name] ?? 0));
+          log.push(`done ${call.name}`);
+          return { result: `${call.name} ok`, isError: false };
+        },
+      };
+    },
+    async answered(message) {
+      log.push(`answered ${message.content}`);
+    },
+    async toolResults(results, { step }) {
+      log.push(`results #${step}: ${results.map((r) => `${r.call.name}=${JSON.stringify(r.result)}${r.isError ? "!" : ""}`).join(" ")}`);
+    },
+    async handoff({ from, to, reason, message }, step) {
+      log.push(`handoff ${from}->${to} (${reason ?? ""}) #${step}${message ? ` input=${message.content}` : ""}`);
+    },
+  };
+  return { effects, log, seen };
+}
+
+const input: Message[] = [{ role: "user", content: "go" }];
+
+describe("runLoop (the tool loop with fake effects)", () => {
+  it("runs a turn's tool calls at once and reports their results in call order, then gives them to the next turn", async () => {
+    const { effects, log, seen } = fakeEffects({ a: [turn("", ["slow", {}], ["fast", {}]), turn("done")] }, { slow: 30, fast: 0 });
+    const result = await settle(runLoop(agent("a"), input, effects));
+    expect(log).toEqual([
+      "enter a []",
+      "turn a #0",
+      "answered ",
+      "call slow #0",
+      "call fast #0",
+      "done fast",
+      "done slow",
+      'results #0: slow="slow ok" fast="fast ok"',
+      "turn a #1",
+      "answered done",
+    ]);
+    expect(seen[1]!.messages.slice(2).map((m) => (m.role === "tool" ? m.name : m.role))).toEqual(["slow", "fast"]);
+    expect(result).toMatchObject({ text: "done", agent: { name: "a" }, steps: 2, usage: { inputTokens: 2, outputTokens: 4, totalTokens: 6 } });
+  });
+
+  it("takes only a turn's first handoff (a second one is an error result), after the turn's other tools", async () => {
+    const { effects, log } = fakeEffects({
+      a: [turn("", ["look", {}], handoffTo("b", "billing"), handoffTo("c"))],
+      b: [turn("from b")],
+      c: [turn("from c")],
+    });
+    const result = await settle(runLoop(swarm([agent("a"), agent("b"), agent("c")]), input, effects));
+    expect(log.filter((l) => !l.startsWith("answered"))).toEqual([
+      "enter a [b,c]",
+      "turn a #0",
+      "call look #0",
+      "done look",
+      'results #0: look="look ok" transfer_to_agent="transferred to b" transfer_to_agent="only one handoff per turn"!',
+      "handoff a->b (billing) #1",
+      "enter b [a,c]",
+      "turn b #1",
+    ]);
+    expect(result).toMatchObject({ text: "from b", agent: { name: "b" }, steps: 2 });
+  });
+
+  it("refuses a handoff to an unknown agent (and any after it in the turn): the agent carries on", async () => {
+    const { effects, log } = fakeEffects({ a: [turn("", handoffTo("ghost"), handoffTo("b")), turn("kept")], b: [turn("never")] });
+    const result = await settle(runLoop(swarm([agent("a"), agent("b")]), input, effects));
+    expect(log.filter((l) => /^(enter|handoff|results)/.test(l))).toEqual([
+      "enter a [b]",
+      'results #0: transfer_to_agent="no agent \\"ghost\\"; choose one of b"! transfer_to_agent="only one handoff per turn"!',
+    ]);
+    expect(result).toMatchObject({ text: "kept", agent: { name: "a" } });
+  });
+
+  it("stops offering handoffs once maxHandoffs are used", async () => {
+    const { effects, log } = fakeEffects({ a: [turn("", handoffTo("b")), turn("a again")], b: [turn("", handoffTo("a"))] });
+    const result = await settle(runLoop(swarm([agent("a"), agent("b")], { maxHandoffs: 2 }), input, effects));
+    expect(log.filter((l) => /^(enter|handoff|results)/.test(l))).toEqual([
+      "enter a [b]",
+      'results #0: transfer_to_agent="transferred to b"',
+      "handoff a->b () #1",
+      "enter b [a]",
+      'results #1: transfer_to_agent="transferred to a"',
+      "handoff b->a () #2",
+      "enter a []",
+      'results #2: transfer_to_agent="no agent \\"b\\"; choose one of "!',
+    ]);
+    expect(result).toMatchObject({ text: "a again", agent: { name: "a" }, steps: 4 });
+  });
+
+  it("starts a swarm at its entry agent", async () => {
+    const { effects, log } = fakeEffects({ a: [turn("a")], b: [turn("b")] });
+    const result = await settle(runLoop(swarm([agent("a"), agent("b")], { entry: "b" }), input, effects));
+    expect(log[0]).toBe("enter b [a]");
+    expect(result.agent.name).toBe("b");
+    await expect(settle(runLoop(swarm([agent("a")], { entry: "nobody" }), input, effects))).rejects.toMatchObject({ code: "VALIDATION_ERROR", field: "entry" });
+  });
+
+  it("runs a pipeline's agents in order, each given the previous answer as its input", async () => {
+    const { effects, log, seen } = fakeEffects({ a: [turn("", ["t", {}]), turn("draft")], b: [turn("edited")], c: [turn("signed")] });
+    const result = await settle(runLoop(swarm([agent("a"), agent("b"), agent("c")], { mode: "pipeline" }), input, effects));
+    expect(log.filter((l) => /^(enter|handoff|turn)/.test(l))).toEqual([
+      "enter a []",
+      "turn a #0",
+      "turn a #1",
+      "handoff a->b (pipeline) #2 input=draft",
+      "enter b []",
+      "turn b #2",
+      "handoff b->c (pipeline) #3 input=edited",
+      "enter c []",
+      "turn c #3",
+    ]);
+    expect(seen.find((s) => s.agent === "b")!.messages.at(-1)).toEqual({ role: "user", content: "draft" });
+    expect(result).toMatchObject({ text: "signed", agent: { name: "c" }, steps: 4 });
+  });
+
+  it("honours maxSteps: the run's override, else the agent's option, else the default", async () => {
+    const looping = { a: [turn("again", ["t", {}])] };
+    const turns = async (spec: AgentSpec, maxSteps?: number) => {
+      const { effects, log } = fakeEffects(looping);
+      const result = await settle(runLoop(spec, input, effects, { maxSteps }));
+      expect(log.filter((l) => l.startsWith("turn"))).toHaveLength(result.steps);
+      return result.steps;
+    };
+    expect(await turns(agent("a"))).toBe(DEFAULTS.maxSteps);
+    expect(await turns(agent("a", { maxSteps: 3 }))).toBe(3);
+    expect(await turns(agent("a", { maxSteps: 3 }), 2)).toBe(2);
+  });
+
+  it("yields the events its effects stream, in order, and returns the result", async () => {
+    const { effects } = fakeEffects({});
+    const streaming: LoopEffects = {
+      ...effects,
+      enter: () => ({
+        async *modelTurn(_messages, { step }) {
+          yield { type: "text", delta: `t${step}` };
+          return step === 0 ? turn("", ["x", {}]) : turn("end");
+        },
+        toolCall: async () => ({ result: 1, isError: false }),
+      }),
+      async *toolResults(results) {
+        for (const r of results) yield { type: "tool_result", toolCallId: r.call.toolCallId, name: r.call.name, result: r.result, isError: r.isError };
+      },
+    };
+    const events: AgentEvent[] = [];
+    const loop = runLoop(agent("a"), input, streaming);
+    for (let next = await loop.next(); ; next = await loop.next()) {
+      if (next.done) {
+        expect(next.value).toMatchObject({ text: "end", steps: 2 });
+        break;
+      }
+      events.push(next.value);
+    }
+    expect(events.map((e) => e.type)).toEqual(["text", "tool_result", "text"]);
+  });
+});
