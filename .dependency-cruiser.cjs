@@ -46,7 +46,8 @@ module.exports = {
     {
       name: "deterministic-workflow",
       severity: "error",
-      comment: "The Temporal workflow (and the tool loop it shares) runs in Temporal's sandbox: nothing it reaches may be a Node built-in, ioredis or OpenTelemetry.",
+      comment:
+        "The Temporal workflow (and the tool loop it shares) runs in Temporal's sandbox: nothing it reaches may be a Node built-in, ioredis or OpenTelemetry.",
       from: { path: "^packages/temporal/src/workflow\\.ts$" },
       to: {
         reachable: true,
@@ -58,7 +59,10 @@ module.exports = {
       severity: "error",
       comment: "The Temporal workflow may reach no Node built-in, however indirectly.",
       from: { path: "^packages/temporal/src/workflow\\.ts$" },
-      to: { reachable: true, path: "^node:|^(assert|async_hooks|buffer|child_process|crypto|dns|events|fs|http|http2|https|net|os|path|perf_hooks|stream|tls|url|util|v8|vm|worker_threads|zlib)(/|$)" },
+      to: {
+        reachable: true,
+        path: "^node:|^(assert|async_hooks|buffer|child_process|crypto|dns|events|fs|http|http2|https|net|os|path|perf_hooks|stream|tls|url|util|v8|vm|worker_threads|zlib)(/|$)",
+      },
     },
   ],
   options: {

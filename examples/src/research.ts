@@ -30,7 +30,7 @@ const researcher = new Agent({
   name: "researcher",
   model: exampleModel(),
   instructions:
-    "You research a topic with the search tool, count the words of what you found with word_count, and answer with JSON: {\"topic\", \"summary\", \"words\"}.",
+    'You research a topic with the search tool, count the words of what you found with word_count, and answer with JSON: {"topic", "summary", "words"}.',
   tools: ["search", "word_count"],
   outputSchema: z.object({ topic: z.string(), summary: z.string(), words: z.number() }),
   options: {

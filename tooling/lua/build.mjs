@@ -55,7 +55,9 @@ export function checkInclude(path, text) {
     throw new LuaBuildError(`${path}: only one function and UPPER_CASE constants may sit at the top level of an include, found: ${line}`);
   }
   if (functions.length !== 1 || functions[0] !== fn) {
-    throw new LuaBuildError(`${path}: an include defines exactly one top-level function named after its file (${fn}), found: ${functions.join(", ") || "none"}`);
+    throw new LuaBuildError(
+      `${path}: an include defines exactly one top-level function named after its file (${fn}), found: ${functions.join(", ") || "none"}`,
+    );
   }
 }
 

@@ -61,7 +61,11 @@ describe("the boundary check", () => {
   });
 
   it("keeps core's root entry pure: no Node built-in, no Redis client", async () => {
-    const file = plant("packages/core/src", "impure", 'import { createHash } from "node:crypto";\nimport { Redis } from "ioredis";\nexport const x = [createHash, Redis];\n');
+    const file = plant(
+      "packages/core/src",
+      "impure",
+      'import { createHash } from "node:crypto";\nimport { Redis } from "ioredis";\nexport const x = [createHash, Redis];\n',
+    );
     const found = await violations([file]);
     expect(found).toEqual(expect.arrayContaining([expect.stringMatching(/^pure-core: .*crypto$/), expect.stringMatching(/^pure-core-no-redis: .*ioredis/)]));
   });

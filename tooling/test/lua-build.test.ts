@@ -2,7 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { buildScripts, checkHeader, checkInclude, LuaBuildError, luaPackages } from "../lua/build.mjs";
 
-const header = (keys: string[], more = "    ARGV[1] x\n\n  Returns:\n    1\n") => `--[[\n  Does a thing.\n\n  Input:\n${keys.map((k) => `    ${k}\n`).join("")}${more}]]\n`;
+const header = (keys: string[], more = "    ARGV[1] x\n\n  Returns:\n    1\n") =>
+  `--[[\n  Does a thing.\n\n  Input:\n${keys.map((k) => `    ${k}\n`).join("")}${more}]]\n`;
 
 describe("the Lua build", () => {
   it("takes an include with one function named after its file, and UPPER_CASE constants", () => {

@@ -99,10 +99,15 @@ export async function submit(ctx: BenchContext) {
   for (let i = 0; i < bulk; i += 1000) await queue.addBulk(Array.from({ length: 1000 }, (_, j) => ({ name: "noop", data: i + j })));
   const bBulk = bulk / ((performance.now() - t) / 1000);
   await queue.close();
-  return [
-    { scenario: "submit", mode: "single", tasks: single, flotilla: { perSec: Math.round(fSingle) }, bullmq: { perSec: Math.round(bSingle) }, ratio: ratio(fSingle, bSingle) },
-    { scenario: "submit", mode: "bulk", tasks: bulk, flotilla: { perSec: Math.round(fBulk) }, bullmq: { perSec: Math.round(bBulk) }, ratio: ratio(fBulk, bBulk) },
-  ];
+  const result = (mode: string, tasks: number, ours: number, theirs: number) => ({
+    scenario: "submit",
+    mode,
+    tasks,
+    flotilla: { perSec: Math.round(ours) },
+    bullmq: { perSec: Math.round(theirs) },
+    ratio: ratio(ours, theirs),
+  });
+  return [result("single", single, fSingle, bSingle), result("bulk", bulk, fBulk, bBulk)];
 }
 
 /** One task at a time: submit → result resolved (and, for Flotilla, submit → first streamed event). */
@@ -235,7 +240,13 @@ export async function recovery(ctx: BenchContext) {
   const sleepMs = 3000;
   const measure = async (system: System) => {
     const prefix = freshPrefix(system);
-    const env = { REDIS_URL: ctx.url, BENCH_PREFIX: prefix, BENCH_CONCURRENCY: String(tasks), BENCH_SLEEP_MS: String(sleepMs), BENCH_LEASE_MS: String(leaseMs) };
+    const env = {
+      REDIS_URL: ctx.url,
+      BENCH_PREFIX: prefix,
+      BENCH_CONCURRENCY: String(tasks),
+      BENCH_SLEEP_MS: String(sleepMs),
+      BENCH_LEASE_MS: String(leaseMs),
+    };
     const victim = await startWorkers(system, 1, env);
     let inFlight: () => Promise<number>;
     let done: () => Promise<boolean>;

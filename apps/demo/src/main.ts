@@ -85,7 +85,14 @@ async function main(): Promise<void> {
       name: "researcher",
       model: "scripted:researcher",
       tools: ["weather"],
-      options: { scripted: { toolCalls: [{ name: "weather", args: { city: "Lisbon" } }, { name: "weather", args: { city: "Oslo" } }] } },
+      options: {
+        scripted: {
+          toolCalls: [
+            { name: "weather", args: { city: "Lisbon" } },
+            { name: "weather", args: { city: "Oslo" } },
+          ],
+        },
+      },
     });
     const quick = new Agent({ name: "echo", model: "scripted:echo" });
     const marathon = new Agent({ name: "marathon", model: "scripted:slow", options: { scripted: { tokenDelayMs: 200 } } });
@@ -133,8 +140,12 @@ async function main(): Promise<void> {
       const s = await handle.status();
       const outcome = settled[i]!;
       const detail =
-        outcome.status === "fulfilled" ? JSON.stringify((outcome.value as { text?: string }).text ?? outcome.value).slice(0, 48) : (outcome.reason as Error).message.slice(0, 60);
-      say(`  ${label.padEnd(11)} ${s.status.padEnd(10)} ${String(s.workerId ?? "-").padEnd(9)} wait ${String(s.waitMs ?? "-").padStart(4)} ms  run ${String(s.durationMs ?? "-").padStart(5)} ms  ${dim(detail)}`);
+        outcome.status === "fulfilled"
+          ? JSON.stringify((outcome.value as { text?: string }).text ?? outcome.value).slice(0, 48)
+          : (outcome.reason as Error).message.slice(0, 60);
+      say(
+        `  ${label.padEnd(11)} ${s.status.padEnd(10)} ${String(s.workerId ?? "-").padEnd(9)} wait ${String(s.waitMs ?? "-").padStart(4)} ms  run ${String(s.durationMs ?? "-").padStart(5)} ms  ${dim(detail)}`,
+      );
     }
     const counts = new Map<string, number>();
     for (const [, h] of handles) {

@@ -40,7 +40,12 @@ const ConfigSchema = z.object({
   queues: z
     .string()
     .default(DEFAULTS.queue)
-    .transform((s) => s.split(",").map((q) => q.trim()).filter(Boolean))
+    .transform((s) =>
+      s
+        .split(",")
+        .map((q) => q.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(QueueNameSchema).min(1)),
   concurrency: z.coerce.number().int().positive().default(DEFAULTS.concurrency),
   module: z.string().optional(),
@@ -53,7 +58,10 @@ const ConfigSchema = z.object({
   temporalAddress: z.string().default("127.0.0.1:7233"),
   temporalNamespace: z.string().default("default"),
   temporalTaskQueue: z.string().default("flotilla"),
-  temporalWorker: z.enum(["0", "1", "true", "false"]).default("1").transform((v) => v === "1" || v === "true"),
+  temporalWorker: z
+    .enum(["0", "1", "true", "false"])
+    .default("1")
+    .transform((v) => v === "1" || v === "true"),
   metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
 });
 export type WorkerAppConfig = z.infer<typeof ConfigSchema>;

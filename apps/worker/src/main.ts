@@ -76,12 +76,12 @@ async function main(): Promise<number> {
         await endpoints?.close();
       })
       .then(
-      () => process.exit(0),
-      (err) => {
-        log.error("stop failed", { err });
-        process.exit(1);
-      },
-    );
+        () => process.exit(0),
+        (err) => {
+          log.error("stop failed", { err });
+          process.exit(1);
+        },
+      );
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
@@ -96,7 +96,13 @@ async function main(): Promise<number> {
       process.exit(1);
     });
   }
-  log.info("ready", { workerId: worker.workerId, tools: Object.keys(mod.tools), memory: ["redis", ...Object.keys(mod.memory ?? {})], executor: config.executor, ...(endpoints && { metricsPort: endpoints.port }) });
+  log.info("ready", {
+    workerId: worker.workerId,
+    tools: Object.keys(mod.tools),
+    memory: ["redis", ...Object.keys(mod.memory ?? {})],
+    executor: config.executor,
+    ...(endpoints && { metricsPort: endpoints.port }),
+  });
   return -1;
 }
 

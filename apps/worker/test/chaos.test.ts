@@ -51,8 +51,7 @@ const kinds = {
   broken: withCount("broken", "scripted:x", { failWith: "always broken" }),
 };
 type Kind = keyof typeof kinds | "cancelled";
-const kindOf = (i: number): Kind =>
-  (["broken", "flaky", "flaky", "slow", "cancelled"] as const)[i % 20] ?? (i % 20 < 8 ? "slow" : "normal");
+const kindOf = (i: number): Kind => (["broken", "flaky", "flaky", "slow", "cancelled"] as const)[i % 20] ?? (i % 20 < 8 ? "slow" : "normal");
 
 describe("chaos", () => {
   it(`${TASKS} tasks survive a worker killed (kill -9) every second: all terminal, none lost, one outcome each`, async () => {

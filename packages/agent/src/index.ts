@@ -2,7 +2,15 @@
 // executor builds on is in "@flotilla/agent/effects" (a model turn, a tool call) and
 // "@flotilla/agent/loop" (the tool loop as a pure driver, importable from workflow code).
 export { Agent, type AgentConfig } from "./agent.ts";
-export { KNOWN_PROVIDERS, type KnownProvider, type LanguageModel, ModelResolver, type ModelResolverOptions, type OpenAICompatibleEndpoint, type ProviderFactory } from "./model.ts";
+export {
+  KNOWN_PROVIDERS,
+  type KnownProvider,
+  type LanguageModel,
+  ModelResolver,
+  type ModelResolverOptions,
+  type OpenAICompatibleEndpoint,
+  type ProviderFactory,
+} from "./model.ts";
 export { type RunOptions, type RunResult, run } from "./run.ts";
 export { type Script, ScriptSchema, scriptedModel } from "./scripted.ts";
 export { HANDOFF_TOOL } from "./steps.ts";

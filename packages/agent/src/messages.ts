@@ -36,4 +36,3 @@ export function toPrompt(instructions: string, messages: readonly Message[]): La
   }
   return prompt;
 }
-

@@ -103,7 +103,10 @@ export class ModelResolver {
     }
     const known = this.options.packages?.[name] ?? KNOWN_PROVIDERS[name];
     if (!known) {
-      throw unavailable(model, `no provider "${name}": pass a providerFactory, configure an OpenAI-compatible endpoint, or use one of ${Object.keys(KNOWN_PROVIDERS).join(", ")}`);
+      throw unavailable(
+        model,
+        `no provider "${name}": pass a providerFactory, configure an OpenAI-compatible endpoint, or use one of ${Object.keys(KNOWN_PROVIDERS).join(", ")}`,
+      );
     }
     const apiKey = env[known.apiKey];
     if (!apiKey) throw unavailable(model, `set ${known.apiKey}`);

@@ -2,7 +2,9 @@ import { ErrorCodes, FlotillaError, type JsonValue } from "@flotilla/core";
 import AjvModule from "ajv/dist/2020.js";
 
 type Validate = ((value: unknown) => boolean) & { errors?: Array<{ instancePath: string; message?: string }> | null };
-const Ajv2020 = ((AjvModule as unknown as { default?: unknown }).default ?? AjvModule) as new (o: object) => {
+const Ajv2020 = ((AjvModule as unknown as { default?: unknown }).default ?? AjvModule) as new (
+  o: object,
+) => {
   compile(schema: object): Validate;
 };
 const ajv = new Ajv2020({ allErrors: false, strict: false });

@@ -83,8 +83,7 @@ async function* script(s: Script, options: LanguageModelV4CallOptions): AsyncGen
   let lastUser = -1;
   for (let i = 0; i < prompt.length; i++) if (prompt[i]!.role === "user") lastUser = i;
   const userMessage = prompt[lastUser];
-  const input =
-    userMessage?.role === "user" ? userMessage.content.map((p) => (p.type === "text" ? p.text : "")).join("") : "";
+  const input = userMessage?.role === "user" ? userMessage.content.map((p) => (p.type === "text" ? p.text : "")).join("") : "";
   const toolResults = prompt
     .slice(lastUser + 1)
     .flatMap((m) => (m.role === "tool" ? m.content : []))

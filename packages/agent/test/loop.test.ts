@@ -4,8 +4,22 @@ import { describe, expect, it } from "vitest";
 import { type LoopEffects, runLoop, settle, type TurnOutput } from "../src/loop.ts";
 import { HANDOFF_TOOL, type ToolCall, type ToolOutput } from "../src/steps.ts";
 
-const agent = (name: string, options: Record<string, JsonValue> = {}): AgentSpec => ({ kind: "agent", name, model: "fake:x", instructions: "", tools: [], options });
-const swarm = (agents: AgentSpec[], extra: Partial<SwarmSpec> = {}): SwarmSpec => ({ kind: "swarm", name: "s", agents, mode: "handoff", maxHandoffs: 8, ...extra });
+const agent = (name: string, options: Record<string, JsonValue> = {}): AgentSpec => ({
+  kind: "agent",
+  name,
+  model: "fake:x",
+  instructions: "",
+  tools: [],
+  options,
+});
+const swarm = (agents: AgentSpec[], extra: Partial<SwarmSpec> = {}): SwarmSpec => ({
+  kind: "swarm",
+  name: "s",
+  agents,
+  mode: "handoff",
+  maxHandoffs: 8,
+  ...extra,
+});
 const usage = { inputTokens: 1, outputTokens: 2, totalTokens: 3 };
 const turn = (text: string, ...toolCalls: Array<[string, JsonValue]>): TurnOutput => ({
   text,

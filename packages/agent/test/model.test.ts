@@ -18,7 +18,10 @@ describe("ModelResolver", () => {
 
   it("names the model and what is missing when no rule can make it", async () => {
     const resolver = new ModelResolver({ env: {} });
-    await expect(resolver.resolve("openai:gpt-4.1-mini")).rejects.toMatchObject({ code: "UNKNOWN_PROVIDER", message: expect.stringMatching(/"openai:gpt-4.1-mini".*OPENAI_API_KEY/) });
+    await expect(resolver.resolve("openai:gpt-4.1-mini")).rejects.toMatchObject({
+      code: "UNKNOWN_PROVIDER",
+      message: expect.stringMatching(/"openai:gpt-4.1-mini".*OPENAI_API_KEY/),
+    });
     await expect(resolver.resolve("nowhere:big")).rejects.toMatchObject({ code: "UNKNOWN_PROVIDER", message: expect.stringMatching(/no provider "nowhere"/) });
     await expect(resolver.resolve("no-colon")).rejects.toMatchObject({ code: "UNKNOWN_PROVIDER" });
     // A provider package that is not installed on this worker.

@@ -32,7 +32,16 @@ export class TestBroker extends Broker {
     const out: RawEntry[] = [];
     for (const lane of lanes) {
       if (out.length >= count) return out;
-      const reply = (await blocking.xreadgroup("GROUP", CONSUMER_GROUP, consumer, "COUNT", count - out.length, "STREAMS", this.stream(lane), ">")) as StreamReply;
+      const reply = (await blocking.xreadgroup(
+        "GROUP",
+        CONSUMER_GROUP,
+        consumer,
+        "COUNT",
+        count - out.length,
+        "STREAMS",
+        this.stream(lane),
+        ">",
+      )) as StreamReply;
       out.push(...this.toEntries(reply, lanes));
     }
     if (out.length > 0) return out;

@@ -1,8 +1,8 @@
 import { CONSUMER_GROUP, createKeys } from "@flotilla/core";
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
-import { TestBroker } from "../src/testing.ts";
 import { parseEntry } from "../src/entry.ts";
+import { TestBroker } from "../src/testing.ts";
 
 const redis = testRedis();
 const blocking = testRedis();

@@ -1,2 +1,2 @@
-export { CancelListener, type CancelHandler, type CancelListenerOptions } from "./cancel-listener.ts";
+export { type CancelHandler, CancelListener, type CancelListenerOptions } from "./cancel-listener.ts";
 export { type CancelOutcome, requestCancel } from "./request-cancel.ts";

@@ -77,9 +77,11 @@ describe("cancel", () => {
     await store.start(id, "w");
     expect((await requestCancel(redis, keys, DEFAULT_RETENTION, id, "stop after this attempt")).outcome).toBe("requested");
     // The attempt fails with retries left, before its worker heard the cancel:
-    expect(
-      await store.finish(id, { attempt: 1, status: "RETRYING", agent: "a", error: { message: "flaky", code: "AGENT_ERROR" }, retryAt: 1 }),
-    ).toEqual({ ok: true, status: "CANCELLED", deadLettered: false });
+    expect(await store.finish(id, { attempt: 1, status: "RETRYING", agent: "a", error: { message: "flaky", code: "AGENT_ERROR" }, retryAt: 1 })).toEqual({
+      ok: true,
+      status: "CANCELLED",
+      deadLettered: false,
+    });
     expect(await store.get(id)).toMatchObject({ status: "CANCELLED", attempt: 1, retries: 0, error: { message: "stop after this attempt" } });
     expect((await statusLog(id)).map((e) => e.status)).toEqual(["running", "cancelled"]);
   });

@@ -75,6 +75,7 @@ export class FlotillaClient {
       keys: this.keys,
       retention: o.retention,
       store: this.store,
+      broker: this.broker,
       hub: () => this.hub(),
       statusFeed: async () => {
         const hub = await this.hub();
@@ -82,8 +83,8 @@ export class FlotillaClient {
         return this.feed;
       },
     };
-    this.deadLetters = new DeadLettersClient(this.ctx, this.broker);
-    this.fleet = new FleetClient(this.ctx, this.broker);
+    this.deadLetters = new DeadLettersClient(this.ctx);
+    this.fleet = new FleetClient(this.ctx);
     this.conversations = new ConversationsClient(this.ctx, new MemoryStores(o.memory, () => this.conn.redis, this.keys.prefix, "client"));
   }
 

@@ -1,3 +1,4 @@
+import type { Broker } from "@flotilla/broker";
 import type { Keys, Retention } from "@flotilla/core";
 import type { SubscriberHub } from "@flotilla/core/redis";
 import type { StatusFeed } from "@flotilla/events";
@@ -10,6 +11,7 @@ export interface ClientContext {
   keys: Keys;
   retention: Retention;
   store: TaskStore;
+  broker: Broker;
   /** The shared subscriber connection, opened on first use. */
   hub(): Promise<SubscriberHub>;
   /** Status events of awaited tasks, one subscription per queue, opened on first use. */

@@ -1,4 +1,4 @@
-import type { Broker, DeadLetter } from "@flotilla/broker";
+import type { DeadLetter } from "@flotilla/broker";
 import { DeadLetterNotFoundError, parseInput, QueueNameSchema, ValidationError } from "@flotilla/core";
 import { withRedis } from "@flotilla/core/redis";
 import type { ClientContext } from "./context.ts";
@@ -7,22 +7,20 @@ import { TaskHandle } from "./task-handle.ts";
 /** `client.deadLetters`: the entries of a queue that could not be run, and running them again. */
 export class DeadLettersClient {
   private readonly ctx: ClientContext;
-  private readonly broker: Broker;
 
-  constructor(ctx: ClientContext, broker: Broker) {
+  constructor(ctx: ClientContext) {
     this.ctx = ctx;
-    this.broker = broker;
   }
 
   /** Oldest first, with the reason; `after` pages on from the last id seen. */
   async list(queue = "default", options: { count?: number; after?: string } = {}): Promise<DeadLetter[]> {
     const q = parseInput(QueueNameSchema, queue, "queue");
-    return withRedis(this.ctx.redis, () => this.broker.listDeadLetters(q, options));
+    return withRedis(this.ctx.redis, () => this.ctx.broker.listDeadLetters(q, options));
   }
 
   async get(queue: string, deadLetterId: string): Promise<DeadLetter | undefined> {
     const q = parseInput(QueueNameSchema, queue, "queue");
-    return withRedis(this.ctx.redis, () => this.broker.getDeadLetter(q, deadLetterId));
+    return withRedis(this.ctx.redis, () => this.ctx.broker.getDeadLetter(q, deadLetterId));
   }
 
   /**
@@ -33,7 +31,7 @@ export class DeadLettersClient {
   async requeue(queue: string, deadLetterId: string): Promise<TaskHandle> {
     const q = parseInput(QueueNameSchema, queue, "queue");
     return withRedis(this.ctx.redis, async () => {
-      const letter = await this.broker.getDeadLetter(q, deadLetterId);
+      const letter = await this.ctx.broker.getDeadLetter(q, deadLetterId);
       if (!letter) throw new DeadLetterNotFoundError(q, deadLetterId);
       if (!letter.taskId) throw ValidationError.of("dead letter", "deadLetterId", `${deadLetterId} is a malformed entry with no task to re-queue`);
       const revived = await this.ctx.store.requeueDeadLetter({ ...letter, taskId: letter.taskId });

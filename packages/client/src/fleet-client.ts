@@ -1,4 +1,3 @@
-import type { Broker } from "@flotilla/broker";
 import { parseInput, QueueNameSchema } from "@flotilla/core";
 import { withRedis } from "@flotilla/core/redis";
 import { type FleetStatus, type FleetStatusOptions, getFleetStatus } from "@flotilla/health";
@@ -16,11 +15,9 @@ export interface QueueDepth {
 /** `client.fleet`: the workers and the queues they serve. */
 export class FleetClient {
   private readonly ctx: ClientContext;
-  private readonly broker: Broker;
 
-  constructor(ctx: ClientContext, broker: Broker) {
+  constructor(ctx: ClientContext) {
     this.ctx = ctx;
-    this.broker = broker;
   }
 
   /** Live workers with their figures, and workers that stopped beating as dead. */
@@ -31,6 +28,6 @@ export class FleetClient {
   /** Waiting, in-flight and delayed entries of a queue, over its lanes. */
   async queueDepth(queue = "default"): Promise<QueueDepth> {
     const q = parseInput(QueueNameSchema, queue, "queue");
-    return withRedis(this.ctx.redis, () => this.broker.depth(q));
+    return withRedis(this.ctx.redis, () => this.ctx.broker.depth(q));
   }
 }

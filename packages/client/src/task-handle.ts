@@ -1,8 +1,17 @@
 import { type CancelOutcome, requestCancel } from "@flotilla/cancel";
-import { ConnectionError, isTerminal, type JsonValue, splitTaskId, TaskCancelledError, TaskFailedError, TaskNotFoundError, WaitTimeoutError } from "@flotilla/core";
-import type { TaskResult } from "@flotilla/store";
+import {
+  ConnectionError,
+  isTerminal,
+  type JsonValue,
+  splitTaskId,
+  TaskCancelledError,
+  TaskFailedError,
+  TaskNotFoundError,
+  WaitTimeoutError,
+} from "@flotilla/core";
 import { withRedis } from "@flotilla/core/redis";
 import { type FlotillaEvent, isTerminalEvent, type StatusEvent, streamEvents } from "@flotilla/events";
+import type { TaskResult } from "@flotilla/store";
 import type { ClientContext } from "./context.ts";
 
 export interface ResultOptions {
@@ -122,9 +131,7 @@ export class TaskHandle {
    * aborted by its worker. On a finished task it changes nothing and says so (`finished`).
    */
   async cancel(reason?: string): Promise<CancelOutcome> {
-    const outcome = await withRedis(this.ctx.redis, () =>
-      requestCancel(this.ctx.redis, this.ctx.keys, this.ctx.retention, this.taskId, reason),
-    );
+    const outcome = await withRedis(this.ctx.redis, () => requestCancel(this.ctx.redis, this.ctx.keys, this.ctx.retention, this.taskId, reason));
     if (outcome.outcome === "missing") throw new TaskNotFoundError(this.taskId);
     return outcome;
   }

@@ -4,11 +4,11 @@ import { join } from "node:path";
 import { Agent, defineTool, Swarm } from "@flotilla/agent";
 import { PostgresMemoryStore, SqliteMemoryStore } from "@flotilla/memory";
 import { collect, redisUrl, startOpenAIServer } from "@flotilla/testing";
+import { useFlotilla } from "@flotilla/testing/vitest";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { FlotillaClient, TaskCancelledError, TaskFailedError } from "../src/index.ts";
-import { useFlotilla } from "@flotilla/testing/vitest";
 
 const server = await startOpenAIServer();
 const dir = mkdtempSync(join(tmpdir(), "flotilla-agents-"));
@@ -55,7 +55,12 @@ describe("agents on a real OpenAI-compatible endpoint (a local chat-completions 
     ]);
     expect(events.find((e) => e.type === "tool_call")).toMatchObject({ toolCallId: "call_1", name: "lookup", args: { word: "fleet" } });
     expect(events.find((e) => e.type === "tool_result")).toMatchObject({ result: { word: "fleet", length: 5 }, isError: false });
-    expect(events.filter((e) => e.type === "text").map((e) => (e as { delta: string }).delta).join("")).toBe("The word fleet has 5 letters.");
+    expect(
+      events
+        .filter((e) => e.type === "text")
+        .map((e) => (e as { delta: string }).delta)
+        .join(""),
+    ).toBe("The word fleet has 5 letters.");
     expect(await handle.result()).toMatchObject({ text: "The word fleet has 5 letters.", steps: 2, agent: "researcher" });
     expect((await handle.status()).usage).toEqual({ inputTokens: 42, outputTokens: 14, totalTokens: 56 });
     // What went over the wire: a streamed request offering the tool as JSON Schema, then the tool result.

@@ -3,9 +3,9 @@ import type { AddressInfo } from "node:net";
 import { Agent } from "@flotilla/agent";
 import { createKeys } from "@flotilla/core";
 import { type AlertEvent, AlertManager, redisStreamSink, webhookSink } from "@flotilla/metrics";
+import { useFlotilla } from "@flotilla/testing/vitest";
 import { afterAll, describe, expect, it } from "vitest";
 import { TaskFailedError } from "../src/index.ts";
-import { useFlotilla } from "@flotilla/testing/vitest";
 
 /** A local webhook receiver that fails the first `failFirst` requests. */
 async function webhookReceiver(failFirst: number) {

@@ -2,6 +2,7 @@ import { getEventListeners } from "node:events";
 import { Agent } from "@flotilla/agent";
 import { createKeys } from "@flotilla/core";
 import { collect, echo, waitFor } from "@flotilla/testing";
+import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
 import {
   ConnectionError,
@@ -15,8 +16,6 @@ import {
   ValidationError,
   WaitTimeoutError,
 } from "../src/index.ts";
-import { useFlotilla } from "@flotilla/testing/vitest";
-
 
 describe("FlotillaClient", () => {
   const env = useFlotilla("client");
@@ -190,7 +189,9 @@ describe("FlotillaClient", () => {
     ];
     for (const [agent, input, options] of bad) {
       const one = (await client.submit(agent as never, input as never, options as never).catch((e: unknown) => e)) as ValidationError;
-      const many = (await client.submitMany([{ agent: agent as never, input: input as never, options: options as never }]).catch((e: unknown) => e)) as ValidationError;
+      const many = (await client
+        .submitMany([{ agent: agent as never, input: input as never, options: options as never }])
+        .catch((e: unknown) => e)) as ValidationError;
       expect(one).toBeInstanceOf(ValidationError);
       expect(many).toBeInstanceOf(ValidationError);
       expect(many.field).toBe(`items.0.${one.field}`);

@@ -1,7 +1,7 @@
-import { describe, expect, it } from "vitest";
-import type { FlotillaEvent } from "../src/index.ts";
 import { echo } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
+import { describe, expect, it } from "vitest";
+import type { FlotillaEvent } from "../src/index.ts";
 
 describe("submit → worker → result and stream", () => {
   const env = useFlotilla("e2e");

@@ -1,7 +1,7 @@
-import { describe, expect, it } from "vitest";
-import { DuplicateTaskError } from "../src/index.ts";
 import { echo } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
+import { describe, expect, it } from "vitest";
+import { DuplicateTaskError } from "../src/index.ts";
 
 describe("idempotency keys", () => {
   const env = useFlotilla("idem");
@@ -37,9 +37,7 @@ describe("idempotency keys", () => {
   it("releases the key when the submit it guarded failed", async () => {
     const client = env.client();
     await client.submit(echo(), "x", { queue: "rel", taskId: "taken-id" });
-    await expect(client.submit(echo(), "x", { queue: "rel", taskId: "taken-id", idempotencyKey: "k" })).rejects.toBeInstanceOf(
-      DuplicateTaskError,
-    );
+    await expect(client.submit(echo(), "x", { queue: "rel", taskId: "taken-id", idempotencyKey: "k" })).rejects.toBeInstanceOf(DuplicateTaskError);
     const retried = await client.submit(echo(), "x", { queue: "rel", idempotencyKey: "k" });
     expect(retried.taskId).not.toBe("taken-id");
     expect((await retried.status()).status).toBe("PENDING");

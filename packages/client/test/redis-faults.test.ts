@@ -11,9 +11,7 @@ describe("Redis faults", () => {
   let server: TestRedisServer;
   /** Two workers, a client and a slow-ish agent on the private server, under their own prefix. */
   async function fleet(prefix: string) {
-    const workers = [0, 1].map(
-      () => new Worker({ redis: server.url, prefix, concurrency: 8, leaseMs: 1000, blockMs: 500, heartbeatTtlMs: 3000 }),
-    );
+    const workers = [0, 1].map(() => new Worker({ redis: server.url, prefix, concurrency: 8, leaseMs: 1000, blockMs: 500, heartbeatTtlMs: 3000 }));
     await Promise.all(workers.map((w) => w.start()));
     const client = new FlotillaClient({ redis: server.url, prefix });
     const agent = new Agent({ name: "steady", model: "scripted:x", options: { scripted: { tokenDelayMs: 20 } } });

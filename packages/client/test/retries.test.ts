@@ -1,17 +1,16 @@
 import { Agent } from "@flotilla/agent";
 import { type JsonValue, UnrecoverableError } from "@flotilla/core";
 import { collect, waitFor } from "@flotilla/testing";
+import { useFlotilla } from "@flotilla/testing/vitest";
 import type { ExecutionContext, Executor } from "@flotilla/worker";
 import { describe, expect, it } from "vitest";
 import { TaskFailedError } from "../src/index.ts";
-import { useFlotilla } from "@flotilla/testing/vitest";
 
 /** A real executor whose behaviour depends on the attempt: fails (or hangs) on the attempts listed. */
 function flaky(plan: (attempt: number, ctx: ExecutionContext) => Promise<JsonValue>): Executor {
   return { execute: (ctx) => plan(ctx.attempt, ctx) };
 }
 const agent = new Agent({ name: "flaky", model: "scripted:x" });
-
 
 describe("retries", () => {
   const env = useFlotilla("retries");
@@ -38,14 +37,10 @@ describe("retries", () => {
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     const statuses = events.filter((e) => e.type === "status").map((e) => `${(e as { status: string }).status}:${e.attempt}`);
     expect(statuses).toEqual(["running:1", "retrying:1", "running:2", "retrying:2", "running:3", "completed:3"]);
-    const at = (status: string, attempt: number) =>
-      events.find((e) => e.type === "status" && e.status === status && e.attempt === attempt)!.ts;
+    const at = (status: string, attempt: number) => events.find((e) => e.type === "status" && e.status === status && e.attempt === attempt)!.ts;
     expect(at("running", 2) - at("retrying", 1)).toBeGreaterThanOrEqual(80);
     expect(at("running", 3) - at("retrying", 2)).toBeGreaterThanOrEqual(160);
-    expect(events.filter((e) => e.type === "error").map((e) => (e as { message: string }).message)).toEqual([
-      "transient failure 1",
-      "transient failure 2",
-    ]);
+    expect(events.filter((e) => e.type === "error").map((e) => (e as { message: string }).message)).toEqual(["transient failure 1", "transient failure 2"]);
     expect(await client.deadLetters.list("retry")).toEqual([]);
   });
 

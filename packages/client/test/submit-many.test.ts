@@ -1,7 +1,7 @@
-import { describe, expect, it } from "vitest";
-import { DuplicateTaskError, ValidationError } from "../src/index.ts";
 import { echo } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
+import { describe, expect, it } from "vitest";
+import { DuplicateTaskError, ValidationError } from "../src/index.ts";
 
 describe("submitMany", () => {
   const env = useFlotilla("bulk");

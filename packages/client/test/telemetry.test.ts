@@ -97,7 +97,6 @@ describe("metrics (the real OpenTelemetry SDK, and snapshot())", () => {
     expect(await points(METRICS.queueDepth)).toEqual([{ attributes: { queue: "m" }, value: 0 }]);
     expect((await points(METRICS.workersLive))[0]?.value).toBeGreaterThanOrEqual(1);
   });
-
 });
 
 describe("tracing across processes", () => {
@@ -137,13 +136,19 @@ describe("tracing across processes", () => {
       type Remote = { name: string; traceId: string; spanId: string; parentSpanId?: string; attributes: Record<string, unknown>; status: number };
       const remote = await waitFor(
         async () => {
-          const found = lines.filter((l) => l.startsWith("SPAN ")).map((l) => JSON.parse(l.slice(5)) as Remote).filter((s) => s.traceId === traceId);
+          const found = lines
+            .filter((l) => l.startsWith("SPAN "))
+            .map((l) => JSON.parse(l.slice(5)) as Remote)
+            .filter((s) => s.traceId === traceId);
           return found.length >= 4 ? found : undefined;
         },
         { what: "the worker's spans" },
       );
       const execute = remote.find((s) => s.name === "flotilla.execute")!;
-      expect(execute).toMatchObject({ parentSpanId: submit!.spanContext().spanId, attributes: { "flotilla.task_id": handle.taskId, "flotilla.queue": "traced", "flotilla.agent": "tracer", "flotilla.attempt": 1 } });
+      expect(execute).toMatchObject({
+        parentSpanId: submit!.spanContext().spanId,
+        attributes: { "flotilla.task_id": handle.taskId, "flotilla.queue": "traced", "flotilla.agent": "tracer", "flotilla.attempt": 1 },
+      });
       const turns = remote.filter((s) => s.name === "flotilla.model_turn");
       const tools = remote.filter((s) => s.name === "flotilla.tool");
       expect(turns).toHaveLength(2);

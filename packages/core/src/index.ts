@@ -26,7 +26,7 @@ export {
 } from "./errors.ts";
 export { newId, parseJsonOr, sleep } from "./ids.ts";
 export { CONSUMER_GROUP, createKeys, type Keys, STATS_BUCKET_MS, splitTaskId, type TaskRef, taskIdOf } from "./keys.ts";
-export { type Logger, type LogFields, silentLogger } from "./logger.ts";
+export { type LogFields, type Logger, silentLogger } from "./logger.ts";
 export {
   type AgentSpec,
   type AgentSpecInput,

@@ -113,7 +113,12 @@ export const BackoffSchema = z
     /** Delay before the first retry; doubles for each one after. @default 1_000 */
     delayMs: z.number().int().min(0).max(86_400_000).default(1000),
     /** No retry waits longer than this. @default 60_000 */
-    maxDelayMs: z.number().int().min(0).max(7 * 86_400_000).default(60_000),
+    maxDelayMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 86_400_000)
+      .default(60_000),
     /** Up to this fraction of each delay is taken off at random, so retries spread out. @default 0.5 */
     jitter: z.number().min(0).max(1).default(0.5),
   })

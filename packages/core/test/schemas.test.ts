@@ -22,7 +22,14 @@ describe("schemas", () => {
   });
 
   it("applies submit defaults", () => {
-    expect(parseInput(SubmitOptionsSchema, {}, "options")).toEqual({ queue: "default", maxRetries: 0, metadata: {}, detailed: false, priority: "normal", idempotencyWindowMs: 86_400_000 });
+    expect(parseInput(SubmitOptionsSchema, {}, "options")).toEqual({
+      queue: "default",
+      maxRetries: 0,
+      metadata: {},
+      detailed: false,
+      priority: "normal",
+      idempotencyWindowMs: 86_400_000,
+    });
   });
 });
 

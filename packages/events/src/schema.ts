@@ -87,8 +87,7 @@ export type AgentEvent = Body<FlotillaEvent>;
 const TERMINAL_EVENT_STATUSES: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"]);
 
 /** The status event that ends a task's stream. */
-export const isTerminalEvent = (e: FlotillaEvent): e is EventOf<"status"> =>
-  e.type === "status" && TERMINAL_EVENT_STATUSES.has(e.status);
+export const isTerminalEvent = (e: FlotillaEvent): e is EventOf<"status"> => e.type === "status" && TERMINAL_EVENT_STATUSES.has(e.status);
 
 /** Types kept when a task is submitted with `detailed: false`. */
 const SUMMARY_TYPES: ReadonlySet<EventType> = new Set(["status", "text"]);

@@ -16,9 +16,7 @@ const hubs: SubscriberHub[] = [];
 const source = (hub: SubscriberHub): EventSource => ({ redis, hub, keys, statusFeed: new StatusFeed(hub, keys) });
 const newHub = (name?: string) => {
   const url = new URL(redisUrl());
-  const hub = new SubscriberHub(
-    openRedis({ host: url.hostname, port: Number(url.port || 6379), ...(name && { connectionName: name }) }, "subscriber"),
-  );
+  const hub = new SubscriberHub(openRedis({ host: url.hostname, port: Number(url.port || 6379), ...(name && { connectionName: name }) }, "subscriber"));
   hubs.push(hub);
   return hub;
 };
@@ -66,9 +64,7 @@ describe("streamEvents", () => {
     for (const events of await Promise.all(readers)) {
       expect(seqs(events)).toEqual(range(1, last));
       expect(events.at(-1)).toMatchObject({ type: "status", status: "completed", result: "done" });
-      expect(events.filter((e) => e.type === "text").map((e) => (e as { delta: string }).delta)).toEqual(
-        range(0, total - 1).map((i) => `t${i} `),
-      );
+      expect(events.filter((e) => e.type === "text").map((e) => (e as { delta: string }).delta)).toEqual(range(0, total - 1).map((i) => `t${i} `));
     }
   });
 

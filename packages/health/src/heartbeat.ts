@@ -36,9 +36,12 @@ export class Heartbeat {
 
   async start(): Promise<void> {
     await this.beat();
-    this.timer = setInterval(() => {
-      this.beat().catch((err) => this.opts.onError?.(err));
-    }, Math.max(10, Math.floor(this.ttlMs / 3)));
+    this.timer = setInterval(
+      () => {
+        this.beat().catch((err) => this.opts.onError?.(err));
+      },
+      Math.max(10, Math.floor(this.ttlMs / 3)),
+    );
     this.timer.unref();
   }
 

@@ -33,7 +33,10 @@ export class RedisMemoryStore implements MemoryStore {
   async append(conversationId: string, entries: readonly MemoryEntry[]): Promise<void> {
     if (entries.length === 0) return;
     const key = this.keys.memory(checkConversationId(conversationId));
-    const multi = this.redis.multi().rpush(key, ...entries.map(asJson)).ltrim(key, -this.maxEntries, -1);
+    const multi = this.redis
+      .multi()
+      .rpush(key, ...entries.map(asJson))
+      .ltrim(key, -this.maxEntries, -1);
     if (this.ttlMs > 0) multi.pexpire(key, this.ttlMs);
     const replies = (await multi.exec()) ?? [];
     for (const [err] of replies) if (err) throw err;

@@ -75,7 +75,12 @@ export function defaultRules(t: AlertThresholds = {}): AlertRule[] {
         const outcomes = q.completed + q.failed;
         if (outcomes < minSamples) return { firing: false, value: 0, threshold: failureRate, message: "too few outcomes to judge" };
         const rate = q.failed / outcomes;
-        return { firing: rate > failureRate, value: rate, threshold: failureRate, message: `${Math.round(rate * 100)} % of "${q.queue}"'s tasks failed in the window (${q.failed} of ${outcomes})` };
+        return {
+          firing: rate > failureRate,
+          value: rate,
+          threshold: failureRate,
+          message: `${Math.round(rate * 100)} % of "${q.queue}"'s tasks failed in the window (${q.failed} of ${outcomes})`,
+        };
       },
     },
     {
@@ -94,7 +99,12 @@ export function defaultRules(t: AlertThresholds = {}): AlertRule[] {
       check: (q) =>
         q.waitP95Ms === undefined
           ? undefined
-          : { firing: q.waitP95Ms > waitP95, value: q.waitP95Ms, threshold: waitP95, message: `95 % of "${q.queue}"'s tasks waited up to ${q.waitP95Ms} ms (over ${waitP95})` },
+          : {
+              firing: q.waitP95Ms > waitP95,
+              value: q.waitP95Ms,
+              threshold: waitP95,
+              message: `95 % of "${q.queue}"'s tasks waited up to ${q.waitP95Ms} ms (over ${waitP95})`,
+            },
     },
   ];
 }
@@ -191,7 +201,16 @@ export class AlertManager {
         const current = this.firing.get(id);
         if (verdict?.firing) {
           if (!current) {
-            const event: AlertEvent = { id, rule: rule.name, severity: rule.severity, state: "firing", queue: state.queue, ...pick(verdict), since: now, at: now };
+            const event: AlertEvent = {
+              id,
+              rule: rule.name,
+              severity: rule.severity,
+              state: "firing",
+              queue: state.queue,
+              ...pick(verdict),
+              since: now,
+              at: now,
+            };
             this.firing.set(id, { event, lastSent: now });
             events.push(event);
           } else {
@@ -236,7 +255,10 @@ export function redisStreamSink(redis: Redis, options: { prefix?: string; maxLen
 }
 
 /** A sink that POSTs each alert event as JSON, retrying with backoff (3 tries by default) until a 2xx. */
-export function webhookSink(url: string, options: { retries?: number; backoffMs?: number; headers?: Record<string, string>; timeoutMs?: number } = {}): AlertSink {
+export function webhookSink(
+  url: string,
+  options: { retries?: number; backoffMs?: number; headers?: Record<string, string>; timeoutMs?: number } = {},
+): AlertSink {
   const tries = (options.retries ?? 2) + 1;
   return async (e) => {
     let last: unknown;

@@ -1,7 +1,7 @@
 export {
+  type AlertEvent,
   AlertManager,
   type AlertManagerOptions,
-  type AlertEvent,
   type AlertRule,
   type AlertSink,
   type AlertThresholds,

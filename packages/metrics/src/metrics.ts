@@ -97,8 +97,7 @@ export class FlotillaMetrics {
 
   constructor(options: FlotillaMetricsOptions = {}) {
     this.meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter("@flotilla/metrics");
-    const counter = (name: string, description: string, unit = "{task}") =>
-      this.otelCounters.set(name, this.meter.createCounter(name, { description, unit }));
+    const counter = (name: string, description: string, unit = "{task}") => this.otelCounters.set(name, this.meter.createCounter(name, { description, unit }));
     counter(METRICS.submitted, "Tasks submitted");
     counter(METRICS.completed, "Tasks that completed");
     counter(METRICS.failed, "Tasks that failed for good");
@@ -106,8 +105,7 @@ export class FlotillaMetrics {
     counter(METRICS.retried, "Attempts that ended in a retry");
     counter(METRICS.deadLettered, "Queue entries moved to the dead-letter stream", "{entry}");
     counter(METRICS.eventsEmitted, "Task events published", "{event}");
-    const histogram = (name: string, description: string) =>
-      this.otelHistograms.set(name, this.meter.createHistogram(name, { description, unit: "ms" }));
+    const histogram = (name: string, description: string) => this.otelHistograms.set(name, this.meter.createHistogram(name, { description, unit: "ms" }));
     histogram(METRICS.duration, "How long a task's attempt ran");
     histogram(METRICS.waitTime, "How long a task waited in its queue before it first started");
     histogram(METRICS.publishDuration, "How long a batch of events took to publish");

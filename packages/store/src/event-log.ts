@@ -55,11 +55,8 @@ export interface TaskLog {
 /** Reads a task's status log and its first page of stream entries after `after`, in one round trip. */
 export async function readTaskLog(redis: Redis, keys: Keys, taskId: string, after: number, pageSize: number): Promise<TaskLog> {
   const replies =
-    (await redis
-      .pipeline()
-      .hmget(keys.task(taskId), "status", "log", "result")
-      .xrange(keys.events(taskId), `(0-${after}`, "+", "COUNT", pageSize)
-      .exec()) ?? [];
+    (await redis.pipeline().hmget(keys.task(taskId), "status", "log", "result").xrange(keys.events(taskId), `(0-${after}`, "+", "COUNT", pageSize).exec()) ??
+    [];
   for (const [err] of replies) if (err) throw err;
   const [status = null, statusLog = null, result = null] = replies[0]![1] as Array<string | null>;
   const rows = replies[1]![1] as Array<[string, string[]]>;

@@ -201,13 +201,7 @@ export class TaskStore {
     }
     const [settled, started] = (await scripts.settle.run(
       this.redis,
-      [
-        ...laneKeys(k, queue),
-        ...delayedKeys(k, queue),
-        k.deadLetters(queue),
-        k.claimMarker(queue, options.batchId ?? randomUUID()),
-        k.stats(queue, now),
-      ],
+      [...laneKeys(k, queue), ...delayedKeys(k, queue), k.deadLetters(queue), k.claimMarker(queue, options.batchId ?? randomUUID()), k.stats(queue, now)],
       args,
     )) as [unknown[], unknown];
     return { outcomes: settled.map(parseFinish), started: parseStartReplies(queue, started) };

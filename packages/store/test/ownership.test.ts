@@ -5,8 +5,8 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { RECORD_FIELDS } from "../src/record.ts";
 import { describe, expect, it } from "vitest";
+import { RECORD_FIELDS } from "../src/record.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 
@@ -86,8 +86,29 @@ describe("ownership of keys and fields", () => {
     // Quoted words in the store's Lua that are not fields: reply kinds and reasons, outcomes and
     // statistics names, lane names, a Lua type name, and the event stream entry's field.
     const notFields = new Set([
-      "ok", "rejected", "refused", "gone", "run", "skip", "dead", "missing", "malformed", "terminal", "running", "stale",
-      "cancelled", "failed", "requested", "finished", "high", "normal", "low", "table", "null", "e", "hw:",
+      "ok",
+      "rejected",
+      "refused",
+      "gone",
+      "run",
+      "skip",
+      "dead",
+      "missing",
+      "malformed",
+      "terminal",
+      "running",
+      "stale",
+      "cancelled",
+      "failed",
+      "requested",
+      "finished",
+      "high",
+      "normal",
+      "low",
+      "table",
+      "null",
+      "e",
+      "hw:",
     ]);
     const words = new Set<string>();
     for (const file of files(join(ROOT, "packages/store/lua"), ".lua")) {

@@ -11,7 +11,13 @@ function headerList(text: string, item: string): { count: number; names: string[
   const header = /^--\[\[([\s\S]*?)\]\]/.exec(text)![1]!;
   const m = new RegExp(`per ${item} \\((\\d+)\\):([\\s\\S]*?)\\n\\s*(?:\\(|ARGV|KEYS|Returns|\\n)`).exec(header);
   if (!m) throw new Error(`no "per ${item}" list in the header`);
-  return { count: Number(m[1]), names: m[2]!.split(",").map((s) => s.trim()).filter(Boolean) };
+  return {
+    count: Number(m[1]),
+    names: m[2]!
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
+  };
 }
 
 /** The names the script unpacks each item into: `local a, b, c = unpack(ARGV, i, i + WIDTH - 1)`, and WIDTH. */

@@ -1,7 +1,17 @@
 import { type LanguageModel, ModelResolver, type ModelResolverOptions, type ToolRegistry } from "@flotilla/agent";
 import { lookupTool, modelTurn, parseOutput, resolveTools, runToolCall, toolDefinitions } from "@flotilla/agent/effects";
 import { assistantMessage, inputMessage, toolMessage } from "@flotilla/agent/steps";
-import { type AgentSpec, createKeys, isRetryable, type JsonValue, type Message, type RetentionOptions, resolveRetention, type TokenUsage, toTaskError } from "@flotilla/core";
+import {
+  type AgentSpec,
+  createKeys,
+  isRetryable,
+  type JsonValue,
+  type Message,
+  type RetentionOptions,
+  resolveRetention,
+  type TokenUsage,
+  toTaskError,
+} from "@flotilla/core";
 import { closeRedis, type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core/redis";
 import { type AgentEvent, EventPublisher } from "@flotilla/events";
 import { loadHistory, type MemoryStore, MemoryStores } from "@flotilla/memory";
@@ -142,7 +152,9 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
           for (const r of args.results) await remember(args.memory, args.taskId, `t${args.step}:${r.call.toolCallId}`, toolMessage(r));
           return;
         }
-        await publish(args.taskId, `h${args.step}`, args.from, [{ type: "handoff", from: args.from, to: args.to, ...(args.reason && { reason: args.reason }) }]);
+        await publish(args.taskId, `h${args.step}`, args.from, [
+          { type: "handoff", from: args.from, to: args.to, ...(args.reason && { reason: args.reason }) },
+        ]);
         if (args.message) await remember(args.memory, args.taskId, `u${args.step}`, args.message);
       });
     },
@@ -162,5 +174,10 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
 function asFailure(err: unknown): unknown {
   if (err instanceof ApplicationFailure) return err;
   const taskError = toTaskError(err);
-  return ApplicationFailure.create({ type: taskError.code, message: taskError.message, nonRetryable: !isRetryable(err), cause: err instanceof Error ? err : undefined });
+  return ApplicationFailure.create({
+    type: taskError.code,
+    message: taskError.message,
+    nonRetryable: !isRetryable(err),
+    cause: err instanceof Error ? err : undefined,
+  });
 }

@@ -41,7 +41,8 @@ function toFlotillaError(err: unknown, signal: AbortSignal): unknown {
   while (cause instanceof Error) {
     if (cause instanceof ApplicationFailure) return new FlotillaError(cause.type ?? ErrorCodes.AGENT_ERROR, cause.message, { cause: err, retryable: false });
     if (cause instanceof CancelledFailure) return new FlotillaError(ErrorCodes.CANCELLED, "the workflow was cancelled", { cause: err, retryable: false });
-    if (cause instanceof TimeoutFailure) return new FlotillaError(ErrorCodes.TIMEOUT, `the workflow timed out: ${cause.message}`, { cause: err, retryable: false });
+    if (cause instanceof TimeoutFailure)
+      return new FlotillaError(ErrorCodes.TIMEOUT, `the workflow timed out: ${cause.message}`, { cause: err, retryable: false });
     cause = cause.cause;
   }
   return err instanceof WorkflowFailedError ? new FlotillaError(ErrorCodes.AGENT_ERROR, err.message, { cause: err, retryable: false }) : err;
@@ -102,7 +103,9 @@ export function temporalExecutor(options: TemporalExecutorOptions = {}): Executo
         handle = await temporal.workflow.start<typeof flotillaAgent>("flotillaAgent", {
           taskQueue,
           workflowId: ctx.taskId,
-          args: [{ taskId: ctx.taskId, agent: ctx.agent, input: ctx.input, ...(memory && { memory }), ...(options.activity && { activity: options.activity }) }],
+          args: [
+            { taskId: ctx.taskId, agent: ctx.agent, input: ctx.input, ...(memory && { memory }), ...(options.activity && { activity: options.activity }) },
+          ],
           // Running: attach to it. Finished: never start it again (REJECT_DUPLICATE), read its outcome.
           workflowIdConflictPolicy: "USE_EXISTING",
           workflowIdReusePolicy: "REJECT_DUPLICATE",

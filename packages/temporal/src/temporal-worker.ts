@@ -62,7 +62,9 @@ export async function createTemporalWorker(options: TemporalWorkerOptions = {}):
       connection,
       namespace: options.namespace ?? "default",
       taskQueue: options.taskQueue ?? "flotilla",
-      ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath, bundlerOptions: { webpackConfigHook: webpackConfigHook as never } }),
+      ...(options.workflowBundle
+        ? { workflowBundle: options.workflowBundle }
+        : { workflowsPath, bundlerOptions: { webpackConfigHook: webpackConfigHook as never } }),
       activities: activities.activities,
       maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions ?? 100,
     });

@@ -5,7 +5,8 @@ import { describe, expect, it, vi } from "vitest";
 import { temporalExecutor } from "../src/index.ts";
 
 /** A gRPC failure as the Temporal client wraps it (14: UNAVAILABLE, 3: INVALID_ARGUMENT). */
-const grpcFailure = (code: number) => new ServiceError("Failed to cancel workflow", { cause: Object.assign(new Error("grpc"), { code, details: "down", metadata: {} }) });
+const grpcFailure = (code: number) =>
+  new ServiceError("Failed to cancel workflow", { cause: Object.assign(new Error("grpc"), { code, details: "down", metadata: {} }) });
 
 /** A client whose workflow runs until cancelled; `cancel` answers with `outcomes` in turn (then succeeds). */
 function fakeClient(outcomes: Array<Error | undefined>) {
@@ -57,7 +58,9 @@ describe("temporalExecutor: cancelling the workflow", () => {
     const { client, cancel, cancelled } = fakeClient([grpcFailure(3)]);
     const log = logger();
     const running = cancelledRun(client, log);
-    await vi.waitFor(() => expect(log.warn).toHaveBeenCalledWith(expect.stringMatching(/could not cancel/), expect.objectContaining({ taskId: "q/t1", attempts: 1 })));
+    await vi.waitFor(() =>
+      expect(log.warn).toHaveBeenCalledWith(expect.stringMatching(/could not cancel/), expect.objectContaining({ taskId: "q/t1", attempts: 1 })),
+    );
     expect(cancel).toHaveBeenCalledTimes(1);
     cancelled();
     await expect(running).rejects.toMatchObject({ code: ErrorCodes.CANCELLED });

@@ -3,10 +3,10 @@ import { fileURLToPath } from "node:url";
 import { Agent, Swarm } from "@flotilla/agent";
 import { FlotillaClient, type FlotillaEvent, TaskCancelledError, TaskFailedError } from "@flotilla/client";
 import { createKeys, ErrorCodes } from "@flotilla/core";
-import { purgePrefix, redisUrl, startTemporalServer, temporalBinary, type TemporalServer, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { purgePrefix, redisUrl, startTemporalServer, type TemporalServer, temporalBinary, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { Worker as FlotillaWorker } from "@flotilla/worker";
 import { Client, Connection } from "@temporalio/client";
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker as ReplayWorker } from "@temporalio/worker";
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker as ReplayWorker, Runtime } from "@temporalio/worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTemporalWorker, type TemporalWorker, temporalExecutor, webpackConfigHook, workflowsPath } from "../src/index.ts";
 import { activityCalls, readHistory } from "./fixtures/history-calls.ts";
@@ -15,9 +15,7 @@ import { loopingFactory, scenarioInput, scenarios, scenarioTools } from "./fixtu
 
 const binary = temporalBinary();
 if (!binary) {
-  console.warn(
-    "\n\n!!! SKIPPING the Temporal tests: no Temporal dev server binary on this machine. Run tooling/scripts/temporal.sh (CI does).\n\n",
-  );
+  console.warn("\n\n!!! SKIPPING the Temporal tests: no Temporal dev server binary on this machine. Run tooling/scripts/temporal.sh (CI does).\n\n");
 }
 
 const prefix = testPrefix("temporal");
@@ -77,7 +75,11 @@ describe.skipIf(!binary)("Temporal executor (real Temporal dev server)", () => {
     connection = await Connection.connect({ address: server.address });
     temporal = new Client({ connection });
     nativeConnection = await NativeConnection.connect({ address: server.address });
-    bundle = await bundleWorkflowCode({ workflowsPath, webpackConfigHook: webpackConfigHook as never, logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never });
+    bundle = await bundleWorkflowCode({
+      workflowsPath,
+      webpackConfigHook: webpackConfigHook as never,
+      logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never,
+    });
     await startTemporalWorker();
     await flotillaWorker("temporal", "temporal");
     await flotillaWorker("redis", "redis");
@@ -151,7 +153,15 @@ describe.skipIf(!binary)("Temporal executor (real Temporal dev server)", () => {
     // unknown target, none left), a pipeline, maxSteps (default and option), output, a failure.
     for (const name of Object.keys(scenarios)) await ReplayWorker.runReplayHistory({ workflowBundle: bundle }, readHistory(name), `scenario/${name}`);
     const queue = `${taskQueue}-scenarios`;
-    const worker = await createTemporalWorker({ connection: nativeConnection, taskQueue: queue, workflowBundle: bundle, redis: redisUrl(), prefix, tools: scenarioTools, providerFactory: loopingFactory });
+    const worker = await createTemporalWorker({
+      connection: nativeConnection,
+      taskQueue: queue,
+      workflowBundle: bundle,
+      redis: redisUrl(),
+      prefix,
+      tools: scenarioTools,
+      providerFactory: loopingFactory,
+    });
     const running = worker.run();
     try {
       for (const name of Object.keys(scenarios)) {
@@ -170,7 +180,13 @@ describe.skipIf(!binary)("Temporal executor (real Temporal dev server)", () => {
     const url = new URL(redisUrl());
     const connectionName = `${prefix.replaceAll(":", "-")}-activities`;
     const named = async () => String(await redis.client("LIST")).includes(`name=${connectionName}`);
-    const options = { address: server.address, taskQueue: `${taskQueue}-closing`, workflowBundle: bundle, redis: { host: url.hostname, port: Number(url.port || 6379), connectionName }, prefix };
+    const options = {
+      address: server.address,
+      taskQueue: `${taskQueue}-closing`,
+      workflowBundle: bundle,
+      redis: { host: url.hostname, port: Number(url.port || 6379), connectionName },
+      prefix,
+    };
     const worker = await createTemporalWorker(options);
     const running = worker.run();
     // A run whose activities talk to Redis (the worker's own connection is opened lazily).
@@ -233,7 +249,11 @@ describe.skipIf(!binary)("Temporal executor (real Temporal dev server)", () => {
   }, 90_000);
 
   it("cancels mid-run: the workflow and its running activity stop, and the task ends CANCELLED", async () => {
-    const agent = new Agent({ name: "slow", model: "scripted:x", options: { scripted: { reply: "one two three four five six seven eight nine ten", tokenDelayMs: 300 } } });
+    const agent = new Agent({
+      name: "slow",
+      model: "scripted:x",
+      options: { scripted: { reply: "one two three four five six seven eight nine ten", tokenDelayMs: 300 } },
+    });
     const handle = await client.submit(agent, "go slowly", { queue: "temporal" });
     for await (const e of handle.stream()) if (e.type === "text") break;
     await handle.cancel("enough");

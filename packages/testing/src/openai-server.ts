@@ -123,7 +123,12 @@ export async function startOpenAIServer(): Promise<OpenAIServer> {
         const half = Math.floor(args.length / 2);
         // Arguments arrive in pieces, as OpenAI streams them.
         res.write(
-          chunk(id, model, { role: "assistant", tool_calls: [{ index, id: c.id, type: "function", function: { name: c.name, arguments: args.slice(0, half) } }] }, null),
+          chunk(
+            id,
+            model,
+            { role: "assistant", tool_calls: [{ index, id: c.id, type: "function", function: { name: c.name, arguments: args.slice(0, half) } }] },
+            null,
+          ),
         );
         res.write(chunk(id, model, { tool_calls: [{ index, function: { arguments: args.slice(half) } }] }, null));
       });

@@ -46,7 +46,21 @@ export async function startTemporalServer(binary: string | undefined = temporalB
   const metricsPort = await freePort();
   const child: ChildProcess = spawn(
     binary,
-    ["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", String(port), "--ui-port", String(uiPort), "--metrics-port", String(metricsPort), "--log-level", "error"],
+    [
+      "server",
+      "start-dev",
+      "--headless",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--ui-port",
+      String(uiPort),
+      "--metrics-port",
+      String(metricsPort),
+      "--log-level",
+      "error",
+    ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
   let stderr = "";

@@ -1,5 +1,5 @@
-import { type AgentLike, type ClientOptions, FlotillaClient, type SubmitOptions } from "@flotilla/client";
 import { TestBroker } from "@flotilla/broker/testing";
+import { type AgentLike, type ClientOptions, FlotillaClient, type SubmitOptions } from "@flotilla/client";
 import { createKeys, DEFAULT_RETENTION, type JsonValue, type Keys, splitTaskId, type TaskStatus } from "@flotilla/core";
 import { type FlotillaEvent, readEvents } from "@flotilla/events";
 import type { TaskResult } from "@flotilla/store";

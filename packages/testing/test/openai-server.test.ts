@@ -9,7 +9,11 @@ describe("startOpenAIServer", () => {
   afterAll(() => server.close());
 
   const post = (body: unknown) =>
-    fetch(`${server.baseURL}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) });
+    fetch(`${server.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    });
 
   it("answers queued replies in order, then the fallback, and records the requests", async () => {
     server.reply({ text: "first" }, { status: 429, message: "slow down" });

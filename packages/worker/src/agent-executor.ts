@@ -1,11 +1,4 @@
-import {
-  type LanguageModel,
-  ModelResolver,
-  type ModelResolverOptions,
-  type RunResult,
-  run,
-  type ToolRegistry,
-} from "@flotilla/agent";
+import { type LanguageModel, ModelResolver, type ModelResolverOptions, type RunResult, run, type ToolRegistry } from "@flotilla/agent";
 import { ErrorCodes, FlotillaError, type JsonValue, type Message, parseInput } from "@flotilla/core";
 import { loadHistory, MemoryRefSchema, type MemoryStores } from "@flotilla/memory";
 import type { ExecutionContext, Executor } from "./executor.ts";

@@ -1,5 +1,5 @@
 import { type Broker, type Lane, parseEntry, type RawEntry } from "@flotilla/broker";
-import { PRIORITIES, type Logger, type Priority } from "@flotilla/core";
+import { type Logger, PRIORITIES, type Priority } from "@flotilla/core";
 import type { OwnedRedis } from "@flotilla/core/redis";
 import type { StartReply, TaskStore } from "@flotilla/store";
 import { type InFlight, laneKey } from "./in-flight.ts";
@@ -177,7 +177,13 @@ export class ClaimScheduler {
       }
       if (started === 0) {
         const untilDue = Math.max(1, Math.min(this.nextReclaimAt, this.nextPromoteAt) - Date.now());
-        const entries = await this.deps.broker.block(this.deps.blocking.redis, this.opts.workerId, this.opts.queues, free, Math.min(this.opts.blockMs, untilDue));
+        const entries = await this.deps.broker.block(
+          this.deps.blocking.redis,
+          this.opts.workerId,
+          this.opts.queues,
+          free,
+          Math.min(this.opts.blockMs, untilDue),
+        );
         await this.startClaimed(entries, false);
       }
     } finally {
@@ -204,7 +210,13 @@ export class ClaimScheduler {
         const free = this.freeSlots();
         if (free <= 0 || this.stopping) return;
         const lane: Lane = { queue, priority };
-        const { cursor, entries } = await this.deps.broker.reclaim(lane, this.opts.workerId, this.opts.leaseMs, free, this.reclaimCursors.get(laneKey(lane)) ?? "0-0");
+        const { cursor, entries } = await this.deps.broker.reclaim(
+          lane,
+          this.opts.workerId,
+          this.opts.leaseMs,
+          free,
+          this.reclaimCursors.get(laneKey(lane)) ?? "0-0",
+        );
         this.reclaimCursors.set(laneKey(lane), cursor);
         // Our own entries, idle because renewals could not reach Redis: those runs are still ours.
         const taken = entries.filter((raw) => !this.deps.inFlight.has(raw, raw.entryId));

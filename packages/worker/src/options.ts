@@ -147,7 +147,8 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
   const leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
   if (!(leaseMs >= MIN_LEASE_MS)) throw invalid("leaseMs", `must be at least ${MIN_LEASE_MS}, got ${leaseMs}`);
   const fairnessEvery = options.fairnessEvery ?? DEFAULTS.fairnessEvery;
-  if (!Number.isInteger(fairnessEvery) || fairnessEvery < 0) throw invalid("fairnessEvery", `must be 0 (strict priority) or an integer of at least 2, got ${fairnessEvery}`);
+  if (!Number.isInteger(fairnessEvery) || fairnessEvery < 0)
+    throw invalid("fairnessEvery", `must be 0 (strict priority) or an integer of at least 2, got ${fairnessEvery}`);
   const agents = options.agents?.map((a) => parseInput(RunnableSpecSchema, "toJSON" in a ? a.toJSON() : a, "agent"));
   return {
     redis: options.redis,

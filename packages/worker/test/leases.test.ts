@@ -1,6 +1,6 @@
 import { scripted, waitFor } from "@flotilla/testing";
-import { describe, expect, it } from "vitest";
 import { useFlotilla } from "@flotilla/testing/vitest";
+import { describe, expect, it } from "vitest";
 
 describe("leases", () => {
   const h = useFlotilla("leases");

@@ -1,7 +1,7 @@
 import { CONSUMER_GROUP } from "@flotilla/core";
 import { scripted, waitFor } from "@flotilla/testing";
-import { describe, expect, it } from "vitest";
 import { useFlotilla } from "@flotilla/testing/vitest";
+import { describe, expect, it } from "vitest";
 
 const agent = scripted("fine").toJSON();
 const payload = (p: unknown) => (typeof p === "string" ? p : JSON.stringify(p));

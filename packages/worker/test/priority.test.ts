@@ -1,7 +1,7 @@
 import type { Priority } from "@flotilla/core";
 import { scripted, waitFor } from "@flotilla/testing";
-import { describe, expect, it } from "vitest";
 import { useFlotilla } from "@flotilla/testing/vitest";
+import { describe, expect, it } from "vitest";
 
 describe("priorities", () => {
   const h = useFlotilla("priority");

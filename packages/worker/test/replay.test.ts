@@ -1,7 +1,7 @@
 import { scripts } from "@flotilla/store/testing";
 import { redisUrl, scripted, startFaultProxy } from "@flotilla/testing";
-import { describe, expect, it } from "vitest";
 import { useFlotilla } from "@flotilla/testing/vitest";
+import { describe, expect, it } from "vitest";
 
 // The store's scripts that start tasks (claim: claims and starts; start: starts what a blocking read
 // claimed) as they go over the wire: EVAL <source> the first time, EVALSHA <sha1> after.

@@ -1,10 +1,10 @@
 import { defineTool } from "@flotilla/agent";
 import { CONSUMER_GROUP } from "@flotilla/core";
 import { scripted, waitFor } from "@flotilla/testing";
+import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { TaskEndEvent } from "../src/index.ts";
-import { useFlotilla } from "@flotilla/testing/vitest";
 
 describe("Worker", () => {
   const h = useFlotilla("worker");
@@ -131,10 +131,7 @@ describe("Worker", () => {
     expect(await h.store.get("poison/corrupt-payload")).toMatchObject({ status: "FAILED", error: { code: "INVALID_PAYLOAD" } });
     // Reading the record back reports the corruption as a typed error; the outcome is recorded all the same.
     await expect(h.store.get("poison/corrupt-metadata")).rejects.toMatchObject({ code: "CORRUPT_RECORD" });
-    expect(await h.redis.hmget(h.keys.task("poison/corrupt-metadata"), "status", "error")).toEqual([
-      "FAILED",
-      expect.stringContaining("INVALID_PAYLOAD"),
-    ]);
+    expect(await h.redis.hmget(h.keys.task("poison/corrupt-metadata"), "status", "error")).toEqual(["FAILED", expect.stringContaining("INVALID_PAYLOAD")]);
     expect((await h.events("poison/corrupt-metadata")).at(-1)).toMatchObject({ status: "failed", agent: "fine" });
     const pending = (await h.redis.xpending(stream, CONSUMER_GROUP)) as [number];
     expect(pending[0]).toBe(0);
@@ -159,7 +156,7 @@ describe("Worker", () => {
     expect(await h.store.get(later)).toMatchObject({ status: "PENDING" });
   });
 
-  it("stop({ onDeadline: \"cancel\" }) cancels what is still running at the drain deadline, with code SHUTDOWN", async () => {
+  it('stop({ onDeadline: "cancel" }) cancels what is still running at the drain deadline, with code SHUTDOWN', async () => {
     const w = await h.worker({ queues: ["deadline"] });
     const ended = new Promise<TaskEndEvent>((resolve) => w.once("task:ended", resolve));
     const started = new Promise((resolve) => w.once("task:started", resolve));
