@@ -28,6 +28,8 @@ export const ErrorCodes = {
   OUTPUT_INVALID: "OUTPUT_INVALID",
   /** The model provider's API refused or failed the call (retryable or not, as the provider says). */
   MODEL_ERROR: "MODEL_ERROR",
+  /** An alert sink could not deliver an alert (a webhook that kept refusing it). */
+  ALERT_DELIVERY: "ALERT_DELIVERY",
   /** A worker (or another long-lived object) was started twice. */
   ALREADY_STARTED: "ALREADY_STARTED",
   /** The client (or another long-lived object) was used after `close()`. */

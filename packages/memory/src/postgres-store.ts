@@ -1,3 +1,4 @@
+import { ValidationError } from "@flotilla/core";
 import type { Pool, PoolConfig } from "pg";
 import { asJson, checkConversationId, type MemoryEntry, type MemoryStore, parseEntry } from "./store.ts";
 
@@ -20,7 +21,8 @@ export class PostgresMemoryStore implements MemoryStore {
   constructor(options: PostgresMemoryOptions) {
     this.options = options;
     this.table = options.table ?? "flotilla_messages";
-    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.table)) throw new Error(`invalid table name "${this.table}"`);
+    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.table))
+      throw ValidationError.of("postgres memory options", "table", `invalid table name "${this.table}": lower-case letters, digits and _ only`);
   }
 
   private async db(): Promise<Pool> {

@@ -1,4 +1,4 @@
-import { createKeys, type Keys } from "@flotilla/core";
+import { createKeys, ErrorCodes, FlotillaError, type Keys } from "@flotilla/core";
 import { closeRedis, type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core/redis";
 import { listQueues } from "@flotilla/store";
 import type { Redis } from "ioredis";
@@ -272,7 +272,7 @@ export function webhookSink(
           signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
         });
         if (res.ok) return;
-        last = new Error(`webhook answered ${res.status}`);
+        last = new FlotillaError(ErrorCodes.ALERT_DELIVERY, `webhook ${url} answered ${res.status}`);
       } catch (err) {
         last = err;
       }

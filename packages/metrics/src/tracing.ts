@@ -34,7 +34,7 @@ export async function withSpan<T>(name: string, options: SpanOptions, fn: (span:
     try {
       return await fn(span);
     } catch (err) {
-      span.recordException(err instanceof Error ? err : new Error(String(err)));
+      span.recordException(err instanceof Error ? err : { name: "Error", message: String(err) });
       span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
       throw err;
     } finally {

@@ -1,4 +1,5 @@
 import net from "node:net";
+import { ValidationError } from "@flotilla/core";
 
 export interface FaultProxy {
   /** redis://127.0.0.1:PORT: give it to the worker or client under test instead of Redis's own URL. */
@@ -87,7 +88,8 @@ export async function startFaultProxy(target: { host: string; port: number }): P
       return drops;
     },
     dropReplyAfter(requests, reply) {
-      if (requests.length === 0 || requests.some((r) => !r) || !reply) throw new Error("dropReplyAfter: give non-empty requests and reply");
+      if (requests.length === 0 || requests.some((r) => !r) || !reply)
+        throw ValidationError.of("dropReplyAfter", "requests", "give non-empty requests and reply");
       armed = { requests, reply };
     },
     async close() {

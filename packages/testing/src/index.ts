@@ -2,6 +2,7 @@
 export { echo, scripted } from "./agents.ts";
 export { collect } from "./collect.ts";
 export { redisUrl, testRedis } from "./connection.ts";
+export { TestServerError } from "./errors.ts";
 export { type FaultProxy, startFaultProxy } from "./fault-proxy.ts";
 export { type OpenAIReply, type OpenAIServer, type RecordedRequest, startOpenAIServer } from "./openai-server.ts";
 export { freePort } from "./ports.ts";

@@ -1,3 +1,4 @@
+import { ValidationError } from "@flotilla/core";
 import type { Redis } from "ioredis";
 
 /** SCAN MATCH pattern for the keys under `prefix`, its glob characters escaped so they match only themselves. */
@@ -10,7 +11,7 @@ export function prefixPattern(prefix: string): string {
  * at a time. Keys written during the scan may or may not be seen, as with any SCAN.
  */
 export async function* scanPrefix(redis: Redis, prefix: string, count = 1000): AsyncGenerator<string[], void, undefined> {
-  if (!prefix) throw new Error("scanPrefix: the prefix must not be empty");
+  if (!prefix) throw ValidationError.of("scanPrefix", "prefix", "must not be empty");
   let cursor = "0";
   do {
     const [next, keys] = await redis.scan(cursor, "MATCH", prefixPattern(prefix), "COUNT", count);

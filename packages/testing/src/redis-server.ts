@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { TestServerError } from "./errors.ts";
 import { freePort } from "./ports.ts";
 
 export interface RedisServerOptions {
@@ -80,17 +81,17 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     });
     let failure: Error | undefined;
     c.once("error", (err) => {
-      failure = new Error(`could not start ${binary}: ${err.message}`);
+      failure = new TestServerError(`could not start ${binary}: ${err.message}`, err);
     });
     c.once("exit", (code, signal) => {
-      failure ??= new Error(`${binary} on port ${port} exited (${code ?? signal}) while starting: ${stderr.trim()}`);
+      failure ??= new TestServerError(`${binary} on port ${port} exited (${code ?? signal}) while starting: ${stderr.trim()}`);
     });
     const deadline = Date.now() + startTimeoutMs;
     while (!(await answers(port))) {
       if (failure) throw failure;
       if (Date.now() > deadline) {
         c.kill("SIGKILL");
-        throw new Error(`${binary} on port ${port} did not answer within ${startTimeoutMs} ms`);
+        throw new TestServerError(`${binary} on port ${port} did not answer within ${startTimeoutMs} ms`);
       }
       await new Promise((r) => setTimeout(r, 50));
     }

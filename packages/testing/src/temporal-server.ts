@@ -5,6 +5,7 @@ import { existsSync } from "node:fs";
 import { connect } from "node:net";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { TestServerError } from "./errors.ts";
 import { freePort } from "./ports.ts";
 
 export const TEMPORAL_VERSION = "v1.5.1";
@@ -40,7 +41,7 @@ export interface TemporalServer {
 
 /** Starts `temporal server start-dev` (in memory, headless) on free loopback ports; killed again if it does not come up. */
 export async function startTemporalServer(binary: string | undefined = temporalBinary(), options: { startTimeoutMs?: number } = {}): Promise<TemporalServer> {
-  if (!binary) throw new Error("no Temporal binary: set FLOTILLA_TEMPORAL_BIN or run tooling/scripts/temporal.sh");
+  if (!binary) throw new TestServerError("no Temporal binary: set FLOTILLA_TEMPORAL_BIN or run tooling/scripts/temporal.sh");
   const port = await freePort();
   const uiPort = await freePort();
   const metricsPort = await freePort();
@@ -82,7 +83,7 @@ export async function startTemporalServer(binary: string | undefined = temporalB
   const deadline = Date.now() + timeoutMs;
   const fail = async (why: string): Promise<never> => {
     await stop();
-    throw new Error(why);
+    throw new TestServerError(why);
   };
   while (!(await answers(port))) {
     if (spawnError) return fail(`temporal server could not start: ${spawnError.message}`);

@@ -1,6 +1,6 @@
 import { TestBroker } from "@flotilla/broker/testing";
 import { type AgentLike, type ClientOptions, FlotillaClient, type SubmitOptions } from "@flotilla/client";
-import { createKeys, DEFAULT_RETENTION, type JsonValue, type Keys, splitTaskId, type TaskStatus } from "@flotilla/core";
+import { createKeys, DEFAULT_RETENTION, ErrorCodes, type JsonValue, type Keys, LifecycleError, splitTaskId, type TaskStatus } from "@flotilla/core";
 import { type FlotillaEvent, readEvents } from "@flotilla/events";
 import type { TaskResult } from "@flotilla/store";
 import { TestTaskStore } from "@flotilla/store/testing";
@@ -81,7 +81,7 @@ export function createTestEnv(name: string, options: TestEnvOptions = {}): TestE
   let closing: Promise<void> | undefined;
 
   const assertOpen = () => {
-    if (closing) throw new Error(`test env ${prefix} is closed`);
+    if (closing) throw new LifecycleError(ErrorCodes.CLOSED, `test env ${prefix} is closed`);
   };
 
   const client = (clientOptions: ClientOptions = {}): FlotillaClient => {

@@ -1,3 +1,5 @@
+import { WaitTimeoutError } from "@flotilla/core";
+
 export interface WaitForOptions {
   /** @default 10_000 */
   timeoutMs?: number;
@@ -19,7 +21,7 @@ export async function waitFor<T>(
   for (;;) {
     const value = await check();
     if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline) throw new WaitTimeoutError(what, timeoutMs);
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }

@@ -41,7 +41,7 @@ describe("createTestEnv", () => {
       const id = await env.submit(echo(), "x", { queue: "idle", detailed: false, maxRetries: 2 });
       expect(id).toMatch(/^idle\//);
       expect(await env.until(id, ["PENDING"])).toMatchObject({ status: "PENDING", maxRetries: 2 });
-      await expect(env.until(id, ["COMPLETED"], { timeoutMs: 200 })).rejects.toThrow(/timed out after 200 ms waiting for task idle\/.* to reach COMPLETED/);
+      await expect(env.until(id, ["COMPLETED"], { timeoutMs: 200 })).rejects.toThrow(/gave up waiting for task idle\/.* to reach COMPLETED after 200 ms/);
       await env.worker({ queues: ["idle"] });
       await env.until(id);
       expect(new Set((await env.events(id)).map((e) => e.type))).toEqual(new Set(["status", "text"]));

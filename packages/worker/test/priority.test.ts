@@ -6,11 +6,11 @@ import { describe, expect, it } from "vitest";
 describe("priorities", () => {
   const h = useFlotilla("priority");
 
-  async function startOrder(queue: string, plan: Priority[], fairnessEvery: number) {
-    const byId = new Map<string, Priority>();
+  async function startOrder(queue: string, plan: Array<Priority | number>, fairnessEvery: number) {
+    const byId = new Map<string, Priority | number>();
     for (const [i, priority] of plan.entries()) byId.set(await h.submit(scripted("p"), `t${i}`, { queue, priority }), priority);
     const w = await h.worker({ queues: [queue], concurrency: 1, fairnessEvery });
-    const order: Priority[] = [];
+    const order: Array<Priority | number> = [];
     w.on("task:started", ({ taskId }: { taskId: string }) => order.push(byId.get(taskId)!));
     await waitFor(() => order.length === plan.length, { what: "every task to start" });
     return order;
@@ -19,6 +19,16 @@ describe("priorities", () => {
   it("starts every waiting high task before any normal one, and normal before low", async () => {
     const plan: Priority[] = ["low", "normal", "high", "low", "normal", "high", "low", "normal", "high"];
     expect(await startOrder("strict", plan, 1000)).toEqual([...Array(3).fill("high"), ...Array(3).fill("normal"), ...Array(3).fill("low")]);
+  });
+
+  it("with fairnessEvery 0, keeps strict priority through a flood of high work", async () => {
+    const plan: Priority[] = [...Array(25).fill("high"), "normal", "low"];
+    expect(await startOrder("strictest", plan, 0)).toEqual([...Array(25).fill("high"), "normal", "low"]);
+  });
+
+  it("puts integer priorities in lanes: above 0 high, 0 normal, below 0 low", async () => {
+    const plan = [-5, 0, 10, -1, 3, 0];
+    expect(await startOrder("integers", plan, 0)).toEqual([10, 3, 0, 0, -5, -1]);
   });
 
   it("does not starve a lower lane: low gets a turn within every `fairnessEvery` claims", async () => {
