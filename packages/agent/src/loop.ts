@@ -5,7 +5,17 @@
 // Temporal's workflow sandbox imports this module: no I/O, no Node built-ins, no side effects.
 import { type AgentSpec, DEFAULTS, type Message, type RunnableSpec, type SwarmSpec, type TokenUsage, ValidationError } from "@flotilla/core";
 import type { AgentEvent } from "@flotilla/events";
-import { assistantMessage, HANDOFF_TOOL, handoffResult, handoffTarget, type ToolCall, type ToolOutput, type ToolResult, toolMessage } from "./steps.ts";
+import {
+  assistantMessage,
+  HANDOFF_TOOL,
+  handoffResult,
+  handoffTarget,
+  type ToolCall,
+  type ToolOutput,
+  type ToolResult,
+  toolMessage,
+  unknownToolResult,
+} from "./steps.ts";
 
 /** An effect's outcome: awaited, or streamed (its events are the run's, yielded as they come). */
 export type Effect<T> = Promise<T> | AsyncGenerator<AgentEvent, T, undefined>;
@@ -58,6 +68,12 @@ export interface LoopEffects {
 export interface LoopOptions {
   /** Model turns at most per agent. @default agent.options.maxSteps ?? DEFAULTS.maxSteps */
   maxSteps?: number | undefined;
+  /**
+   * Answer a call of a tool the agent does not list as an error, without running it. Only the
+   * Temporal workflow turns this off, when it replays a history recorded before the rule existed.
+   * @default true
+   */
+  ownToolsOnly?: boolean | undefined;
 }
 
 export interface LoopResult {
@@ -134,6 +150,9 @@ async function* runAgent(agent: AgentSpec, state: State, handoffTargets: readonl
     const results = await Promise.all(
       turn.toolCalls.map(async (call): Promise<ToolResult> => {
         if (call.name === HANDOFF_TOOL) return { call, ...handoffResult(call, handoffTargets, call === handoff) };
+        // Only the agent's own tools run, whatever else the worker registers (and in Temporal mode,
+        // whatever the activity worker could run): a model asking for another is told so.
+        if (state.options.ownToolsOnly !== false && !agent.tools.includes(call.name)) return { call, ...unknownToolResult(call.name) };
         const { result, isError } = await own.toolCall(call, turnContext);
         return { call, result, isError };
       }),

@@ -73,3 +73,8 @@ export function handoffDefinition(targets: readonly string[]): LanguageModelV4Fu
     },
   };
 }
+
+/** The answer to a call of a tool the agent does not have: the model is told, nothing runs. */
+export function unknownToolResult(name: string): { result: JsonValue; isError: boolean } {
+  return { result: `unknown tool "${name}"`, isError: true };
+}

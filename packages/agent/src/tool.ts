@@ -1,7 +1,7 @@
 import type { LanguageModelV4FunctionTool } from "@ai-sdk/provider";
 import { type AgentSpec, ErrorCodes, FlotillaError, type JsonValue, toTaskError, ValidationError } from "@flotilla/core";
 import { z } from "zod";
-import { handoffDefinition, type ToolCall, type ToolOutput } from "./steps.ts";
+import { handoffDefinition, type ToolCall, type ToolOutput, unknownToolResult } from "./steps.ts";
 
 export interface ToolContext {
   /** Aborted when the task is cancelled, times out or the worker shuts down. */
@@ -57,7 +57,7 @@ export function toolDefinitions(tools: readonly Tool[], handoffTargets: readonly
 
 /** Runs one tool call with the run's signal; a failure becomes an error result for the model. */
 export async function runToolCall(tool: Tool | undefined, call: ToolCall, context: ToolContext): Promise<ToolOutput> {
-  if (!tool) return { result: `unknown tool "${call.name}"`, isError: true };
+  if (!tool) return unknownToolResult(call.name);
   const args = tool.inputSchema.safeParse(call.args);
   if (!args.success) return { result: `invalid arguments: ${args.error.issues[0]?.message}`, isError: true };
   try {

@@ -4,12 +4,13 @@ import { describe, expect, it } from "vitest";
 import { type LoopEffects, runLoop, settle, type TurnOutput } from "../src/loop.ts";
 import { HANDOFF_TOOL, type ToolCall, type ToolOutput } from "../src/steps.ts";
 
+/** Every agent here has the tools the scripts call, but `ghost`. */
 const agent = (name: string, options: Record<string, JsonValue> = {}): AgentSpec => ({
   kind: "agent",
   name,
   model: "fake:x",
   instructions: "",
-  tools: [],
+  tools: ["slow", "fast", "look", "t", "x"],
   options,
 });
 const swarm = (agents: AgentSpec[], extra: Partial<SwarmSpec> = {}): SwarmSpec => ({
@@ -88,6 +89,15 @@ describe("runLoop (the tool loop with fake effects)", () => {
     ]);
     expect(seen[1]!.messages.slice(2).map((m) => (m.role === "tool" ? m.name : m.role))).toEqual(["slow", "fast"]);
     expect(result).toMatchObject({ text: "done", agent: { name: "a" }, steps: 2, usage: { inputTokens: 2, outputTokens: 4, totalTokens: 6 } });
+  });
+
+  it("answers a call of a tool the agent does not have as an error, without running it", async () => {
+    const { effects, log } = fakeEffects({ a: [turn("", ["fast", {}], ["rm_rf", {}]), turn("done")] });
+    await settle(runLoop(agent("a"), input, effects));
+    expect(log.filter((l) => l.startsWith("call") || l.startsWith("results"))).toEqual([
+      "call fast #0",
+      'results #0: fast="fast ok" rm_rf="unknown tool \\"rm_rf\\""!',
+    ]);
   });
 
   it("takes only a turn's first handoff (a second one is an error result), after the turn's other tools", async () => {

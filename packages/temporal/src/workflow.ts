@@ -7,7 +7,7 @@
 
 import { type LoopEffects, type LoopResult, runLoop, settle } from "@flotilla/agent/loop";
 import { FlotillaError, NON_RETRYABLE_CODES } from "@flotilla/core";
-import { ApplicationFailure, proxyActivities } from "@temporalio/workflow";
+import { ApplicationFailure, patched, proxyActivities } from "@temporalio/workflow";
 import type { FlotillaActivities } from "./activities.ts";
 import type { ActivitySettings, AgentWorkflowInput, RunResultJson } from "./types.ts";
 
@@ -26,6 +26,9 @@ function activities(settings: ActivitySettings = {}): FlotillaActivities {
     },
   });
 }
+
+/** Temporal patch id of the rule that a model may call only its agent's own tools. */
+export const OWN_TOOLS_ONLY = "flotilla-own-tools-only";
 
 /** The loop's effects as activities. Each publishes its own events, so the loop streams none. */
 function activityEffects(input: AgentWorkflowInput, act: FlotillaActivities): LoopEffects {
@@ -47,7 +50,10 @@ export async function flotillaAgent(input: AgentWorkflowInput): Promise<RunResul
   const messages = await act.begin({ taskId: input.taskId, input: input.input, memory: input.memory });
   let result: LoopResult;
   try {
-    result = await settle(runLoop(input.agent, messages, activityEffects(input, act)));
+    // Histories recorded before only the agent's own tools ran replay with the old rule (a toolCall
+    // activity answered a call of any tool); every workflow since answers such a call in the loop.
+    const ownToolsOnly = patched(OWN_TOOLS_ONLY);
+    result = await settle(runLoop(input.agent, messages, activityEffects(input, act), { ownToolsOnly }));
   } catch (err) {
     // The loop's own errors (a bad swarm) fail the workflow at once; an activity's failure passes as it is.
     if (err instanceof FlotillaError) throw ApplicationFailure.nonRetryable(err.message, err.code);

@@ -168,7 +168,14 @@ describe.skipIf(!binary)("Temporal executor (real Temporal dev server)", () => {
         const input = scenarioInput(name);
         const handle = await temporal.workflow.start("flotillaAgent", { taskQueue: queue, workflowId: input.taskId, args: [input] });
         await handle.result().catch(() => {});
-        expect({ name, calls: activityCalls(await handle.fetchHistory()) }).toEqual({ name, calls: activityCalls(readHistory(name)) });
+        // Since the own-tools rule (patched into the workflow), a call of a tool the agent does not
+        // list is answered without an activity; every other call is what the recorded run made.
+        const tools = new Set(input.agent.kind === "swarm" ? input.agent.agents.flatMap((a) => a.tools) : input.agent.tools);
+        const expected = activityCalls(readHistory(name)).filter(
+          (c) => c.type !== "toolCall" || tools.has((c.input[0] as { call: { name: string } }).call.name),
+        );
+        const strip = (calls: typeof expected) => calls.map(({ id: _, ...call }) => call);
+        expect({ name, calls: strip(activityCalls(await handle.fetchHistory())) }).toEqual({ name, calls: strip(expected) });
       }
     } finally {
       worker.shutdown();
