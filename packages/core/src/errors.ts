@@ -87,7 +87,7 @@ export class ValidationError extends FlotillaError {
   constructor(what: string, issues: ValidationIssue[], options: { details?: Record<string, unknown> } = {}) {
     const first = issues[0] ?? { path: "", message: "invalid" };
     const field = first.path || what;
-    super(ErrorCodes.VALIDATION, `invalid ${what}: ${field}: ${first.message}`, { details: { issues, ...options.details }, retryable: false });
+    super(ErrorCodes.VALIDATION, `invalid ${what}: ${field}: ${first.message}`, { details: { issues, ...options.details } });
     this.field = field;
     this.issues = issues;
   }

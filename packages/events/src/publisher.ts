@@ -1,5 +1,5 @@
 import type { Keys, Retention } from "@flotilla/core";
-import { appendEvents, installEventLog } from "@flotilla/store";
+import { TaskEventLog } from "@flotilla/store";
 import type { Redis } from "ioredis";
 import { type AgentEvent, keepsEvent } from "./schema.ts";
 
@@ -27,9 +27,7 @@ export interface PublisherOptions {
  * (one script call, one Pub/Sub message) in the order emitted; the script fences on the attempt.
  */
 export class EventPublisher {
-  private readonly redis: Redis;
-  private readonly keys: Keys;
-  private readonly retention: Retention;
+  private readonly log: TaskEventLog;
   private readonly opts: PublisherOptions;
   private buffer: string[] = [];
   private types: string[] = [];
@@ -46,12 +44,9 @@ export class EventPublisher {
   published = 0;
 
   constructor(redis: Redis, keys: Keys, retention: Retention, options: PublisherOptions) {
-    this.redis = redis;
-    this.retention = retention;
+    this.log = new TaskEventLog(redis, keys, retention, options.taskId);
     this.opts = options;
-    this.keys = keys;
     this.stamp = `,"taskId":${JSON.stringify(options.taskId)},"attempt":${options.attempt},"agent":${JSON.stringify(options.agent)},"ts":`;
-    installEventLog(redis);
   }
 
   get isStale(): boolean {
@@ -95,12 +90,7 @@ export class EventPublisher {
       const first = this.sent + 1;
       this.sent += batch.length;
       const batchId = this.opts.scope === undefined ? `${this.opts.attempt}:${++this.batches}` : `scope=${this.opts.scope}:${first}`;
-      const last = await appendEvents(this.redis, this.keys, this.retention, {
-        taskId: this.opts.taskId,
-        attempt: this.opts.anyAttempt ? "*" : this.opts.attempt,
-        batchId,
-        bodies: batch,
-      });
+      const last = await this.log.append(this.opts.anyAttempt ? "*" : this.opts.attempt, batchId, batch);
       if (last < 0) {
         this.stale = true;
         this.opts.onStale?.();

@@ -9,33 +9,34 @@ import { scripts } from "./scripts.ts";
  * its queue, its own events channel. `@flotilla/events` gives them their types; this is the storage.
  */
 
-export interface AppendEvents {
-  taskId: string;
-  /** The attempt the events belong to; `"*"` for whichever attempt runs (a Temporal activity). */
-  attempt: number | "*";
-  /** Makes a resend harmless: `<attempt>:<n>` increasing per publisher, or `scope=<name>:<first index>`. */
-  batchId: string;
-  /** JSON objects without `seq`, which the store numbers. */
-  bodies: readonly string[];
-}
-
 /**
- * Appends a batch of a task's events (other than status changes) in one script call; returns the
- * last seq written, or -1 when the task no longer runs as that attempt (finished, cancelled or
- * taken over): the producer must stop.
+ * Appends a task's events (other than status changes), batch by batch, each in one script call.
+ * Made once per producer: the task's three keys are built here, not on every batch.
  */
-export async function appendEvents(redis: Redis, keys: Keys, retention: Retention, batch: AppendEvents): Promise<number> {
-  const { taskId } = batch;
-  return (await scripts.publish.run(
-    redis,
-    [keys.task(taskId), keys.events(taskId), keys.eventsChannel(taskId)],
-    [batch.attempt, retention.eventMaxLen, retention.eventTtlMs, batch.batchId, ...batch.bodies],
-  )) as number;
-}
+export class TaskEventLog {
+  private readonly redis: Redis;
+  private readonly keys: [record: string, stream: string, channel: string];
+  private readonly retention: Retention;
 
-/** Defines the event-log script on a connection (so pipelines made later can queue it). */
-export function installEventLog(redis: Redis): void {
-  scripts.publish.install(redis);
+  constructor(redis: Redis, keys: Keys, retention: Retention, taskId: string) {
+    this.redis = redis;
+    this.keys = [keys.task(taskId), keys.events(taskId), keys.eventsChannel(taskId)];
+    this.retention = retention;
+    // Defined on the connection now, so pipelines made later can queue the script too.
+    scripts.publish.install(redis);
+  }
+
+  /**
+   * Appends a batch; returns the last seq written, or -1 when the task no longer runs as `attempt`
+   * (finished, cancelled or taken over): the producer must stop.
+   * @param attempt the attempt the events belong to; `"*"` for whichever runs (a Temporal activity)
+   * @param batchId makes a resend harmless: `<attempt>:<n>` increasing per producer, or `scope=<name>:<first index>`
+   * @param bodies JSON objects without `seq`, which the store numbers
+   */
+  async append(attempt: number | "*", batchId: string, bodies: readonly string[]): Promise<number> {
+    const r = this.retention;
+    return (await scripts.publish.run(this.redis, this.keys, [attempt, r.eventMaxLen, r.eventTtlMs, batchId, ...bodies])) as number;
+  }
 }
 
 /** What `readTaskLog` returns: raw JSON, for `@flotilla/events` to parse. */

@@ -1,12 +1,10 @@
 export { decodeCursor, encodeCursor, type Position } from "./cursor.ts";
 export {
-  type AppendEvents,
-  appendEvents,
-  installEventLog,
   readTaskLog,
   readTaskLogPage,
   subscribeStatus,
   subscribeTaskEvents,
+  TaskEventLog,
   type TaskLog,
 } from "./event-log.ts";
 export type { ListTasksOptions, TaskPage } from "./listing.ts";
