@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTemporalWorker, type TemporalWorker, temporalExecutor, webpackConfigHook, workflowsPath } from "../src/index.ts";
 import { activityCalls, readHistory } from "./fixtures/history-calls.ts";
 import { countingFactory, pauseTool } from "./fixtures/models.ts";
-import { loopingFactory, scenarioInput, scenarios, scenarioTools } from "./fixtures/scenarios.ts";
+import { scenarioInput, scenarios, scenarioWorker } from "./fixtures/scenarios.ts";
 
 const binary = temporalBinary();
 if (!binary) {
@@ -153,15 +153,7 @@ describe.skipIf(!binary)("Temporal executor (real Temporal dev server)", () => {
     // unknown target, none left), a pipeline, maxSteps (default and option), output, a failure.
     for (const name of Object.keys(scenarios)) await ReplayWorker.runReplayHistory({ workflowBundle: bundle }, readHistory(name), `scenario/${name}`);
     const queue = `${taskQueue}-scenarios`;
-    const worker = await createTemporalWorker({
-      connection: nativeConnection,
-      taskQueue: queue,
-      workflowBundle: bundle,
-      redis: redisUrl(),
-      prefix,
-      tools: scenarioTools,
-      providerFactory: loopingFactory,
-    });
+    const worker = await scenarioWorker({ connection: nativeConnection, taskQueue: queue, workflowBundle: bundle, redis: redisUrl(), prefix });
     const running = worker.run();
     try {
       for (const name of Object.keys(scenarios)) {
