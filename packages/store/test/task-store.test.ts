@@ -304,6 +304,25 @@ describe("TaskStore claims and a stored cancel", () => {
     expect(await store.claim("b4", "w2", 10)).toEqual([]);
     expect((await store.get(doomed.taskId))?.status).toBe("CANCELLED");
   });
+
+  it("runs a task re-queued from the dead letters even when a cancel was requested while its failed attempt ran", async () => {
+    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("b5", p), "flotilla", "0", "MKSTREAM");
+    const t = task({ queue: "b5", taskId: `b5/t${++n}` });
+    await store.createMany("b5", [t]);
+    const [run] = await store.claim("b5", "w1", 1);
+    if (run?.kind !== "run") throw new Error("not started");
+    // The cancel reached a running task (the request is stored on the record), but the attempt failed first.
+    await redis.hset(keys.task(t.taskId), { cancelRequestedAt: Date.now(), cancelReason: "too late" });
+    const failed = { status: "FAILED" as const, error: { message: "boom", code: "AGENT_ERROR" }, deadReason: "failed: boom" };
+    await store.settle("b5", "w1", [{ taskId: t.taskId, priority: run.priority, entryId: run.entryId, attempt: 1, agent: "a", ...failed }]);
+    const [letter] = await redis.xrange(keys.deadLetters("b5"), "-", "+");
+    expect(await store.requeueDeadLetter({ queue: "b5", priority: "normal", id: letter![0], taskId: t.taskId })).toMatchObject({ outcome: "ok" });
+    const record = await store.get(t.taskId);
+    expect(record).toMatchObject({ status: "PENDING" });
+    expect(record?.cancelRequestedAt).toBeUndefined();
+    // The next claim runs it as attempt 2 instead of cancelling it with the old request.
+    expect(await store.claim("b5", "w2", 1)).toMatchObject([{ kind: "run", taskId: t.taskId, attempt: 2 }]);
+  });
 });
 
 describe("the task record", () => {
