@@ -1,36 +1,35 @@
 import { connect } from "node:net";
 import { describe, expect, it, vi } from "vitest";
 import { startTemporalServer, temporalBinary } from "../src/index.ts";
+import { useTemporalBinary } from "../src/vitest.ts";
 
-const binary = temporalBinary();
+describe("startTemporalServer with a binary", () => {
+  const binary = useTemporalBinary();
+
+  it("starts a dev server on loopback with the default namespace, and stops it", async () => {
+    const server = await startTemporalServer(binary);
+    const [host, port] = server.address.split(":");
+    const answers = () =>
+      new Promise<boolean>((resolve) => {
+        const s = connect(Number(port), host);
+        s.once("connect", () => {
+          s.destroy();
+          resolve(true);
+        });
+        s.once("error", () => resolve(false));
+      });
+    try {
+      expect(host).toBe("127.0.0.1");
+      expect(server.namespace).toBe("default");
+      expect(await answers()).toBe(true);
+    } finally {
+      await server.stop();
+    }
+    expect(await answers()).toBe(false);
+  }, 90_000);
+});
 
 describe("startTemporalServer", () => {
-  it.skipIf(!binary)(
-    "starts a dev server on loopback with the default namespace, and stops it",
-    async () => {
-      const server = await startTemporalServer(binary);
-      const [host, port] = server.address.split(":");
-      const answers = () =>
-        new Promise<boolean>((resolve) => {
-          const s = connect(Number(port), host);
-          s.once("connect", () => {
-            s.destroy();
-            resolve(true);
-          });
-          s.once("error", () => resolve(false));
-        });
-      try {
-        expect(host).toBe("127.0.0.1");
-        expect(server.namespace).toBe("default");
-        expect(await answers()).toBe(true);
-      } finally {
-        await server.stop();
-      }
-      expect(await answers()).toBe(false);
-    },
-    90_000,
-  );
-
   it("fails with a clear message when the binary is missing or broken", async () => {
     vi.stubEnv("FLOTILLA_TEMPORAL_BIN", "/nonexistent/temporal");
     try {
