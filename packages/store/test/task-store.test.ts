@@ -217,7 +217,7 @@ describe("TaskStore batches", () => {
     expect(await redis.xlen(keys.lane("b2", "high"))).toBe(0);
     expect(await redis.xlen(keys.queue("b2"))).toBe(1);
     expect(((await redis.xpending(keys.queue("b2"), "flotilla")) as [number])[0]).toBe(1);
-    expect(await redis.zrange(keys.delayed("b2"), 0, -1)).toEqual([runs[1]!.taskId.slice(3)]);
+    expect(await redis.zrange(keys.delayed("b2"), 0, "-1")).toEqual([runs[1]!.taskId.slice(3)]);
     const [letter] = await redis.xrange(keys.deadLetters("b2"), "-", "+");
     expect(letter?.[1]).toContain("failed: boom");
     // Every finished record has a TTL; the retrying one is kept until it runs again.
