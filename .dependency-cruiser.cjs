@@ -78,6 +78,8 @@ module.exports = {
       mainFields: ["module", "main", "types"],
     },
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "(^|/)(dist|\\.turbo|generated)/" },
+    // Our own build output and generated Lua; not a dependency's files (OpenTelemetry ships its code in dist/,
+    // and an excluded module vanishes from the graph, rules and all).
+    exclude: { path: `${PACKAGE}(dist|\\.turbo|src/generated)/` },
   },
 };
