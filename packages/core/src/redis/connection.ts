@@ -62,7 +62,7 @@ export function openRedis(conn: RedisConnection | undefined, role: ConnectionRol
   if (conn === undefined || typeof conn === "string") {
     return { redis: new Redis(conn ?? (process.env.REDIS_URL || DEFAULTS.redisUrl), tuned), owned: true };
   }
-  return { redis: new Redis({ ...tuned, ...(conn as RedisOptions) }), owned: true };
+  return { redis: new Redis({ ...tuned, ...conn }), owned: true };
 }
 
 /**
