@@ -27,6 +27,8 @@ echo "temporal.sh: building the Temporal dev server $VERSION (once; cached in $C
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 DIR="$(cd "$WORK" && GOFLAGS=-mod=mod go mod download -json "github.com/temporalio/cli@$VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
-(cd "$DIR" && go build -o "$BIN.tmp" ./cmd/temporal)
-mv "$BIN.tmp" "$BIN"
+# Two runs at once (two clones' CI) each build into their own file and rename it into place: a rename
+# is atomic, so the cache never holds a half-written binary.
+(cd "$DIR" && go build -o "$BIN.tmp.$$" ./cmd/temporal)
+mv -f "$BIN.tmp.$$" "$BIN"
 echo "$BIN"

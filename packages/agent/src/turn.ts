@@ -1,5 +1,15 @@
 import { APICallError, type LanguageModelV4FunctionTool, type LanguageModelV4StreamPart } from "@ai-sdk/provider";
-import { type AgentSpec, ErrorCodes, FlotillaError, type JsonValue, type Message, parseJsonOr, sleep } from "@flotilla/core";
+import {
+  type AgentSpec,
+  ErrorCodes,
+  type ExponentialBackoff,
+  exponentialDelay,
+  FlotillaError,
+  type JsonValue,
+  type Message,
+  parseJsonOr,
+  sleep,
+} from "@flotilla/core";
 import type { AgentEvent, Usage } from "@flotilla/events";
 import type { TurnOutput } from "./loop.ts";
 import { toPrompt } from "./messages.ts";
@@ -19,6 +29,9 @@ export interface TurnRequest {
   /** Retries of a retryable API error that came before any output. @default 2 */
   maxRetries?: number;
 }
+
+/** Pause before retrying a turn's API error number 0, 1, …: 500 ms, doubling (the retries are few). */
+const TURN_RETRY_BACKOFF: ExponentialBackoff = { baseMs: 500 };
 
 /** Agent options passed to the model as call settings. */
 const SETTINGS = ["temperature", "maxOutputTokens", "topP", "topK", "seed", "presencePenalty", "frequencyPenalty"] as const;
@@ -87,7 +100,7 @@ export async function* modelTurn(request: TurnRequest): AsyncGenerator<AgentEven
       if (signal.aborted) throw signal.reason;
       const error = modelError(err);
       if (produced || attempt >= maxRetries || !isRetryableApiError(err)) throw error;
-      await sleep(500 * 2 ** attempt, signal);
+      await sleep(exponentialDelay(TURN_RETRY_BACKOFF, attempt), signal);
     }
   }
 }

@@ -2,8 +2,10 @@ import { ErrorCodes, ValidationError } from "@flotilla/core";
 import type { AgentEvent } from "@flotilla/events";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { Agent } from "../src/agent.ts";
+import { Agent, type AgentConfig } from "../src/agent.ts";
+import type { LanguageModel } from "../src/model.ts";
 import { type RunResult, run } from "../src/run.ts";
+import { scriptedModel } from "../src/scripted.ts";
 import { defineTool } from "../src/tool.ts";
 
 async function drain(gen: AsyncGenerator<AgentEvent, RunResult>) {
@@ -109,5 +111,47 @@ describe("run.stream with the scripted provider", () => {
     const started = Date.now();
     await expect(drain(run.stream(agent, "a b c d e", { signal: controller.signal }))).rejects.toThrow("stop now");
     expect(Date.now() - started).toBeLessThan(1000);
+  });
+});
+
+describe("run.stream at maxSteps", () => {
+  /** The scripted model shown only the system and user messages, so it asks for its tools again on every turn. */
+  const base = scriptedModel("insistent");
+  const insistent: LanguageModel = {
+    ...base,
+    doStream: (o) => base.doStream({ ...o, prompt: o.prompt.filter((m) => m.role === "system" || m.role === "user") }),
+  };
+  const counting = () => {
+    let calls = 0;
+    return defineTool({ name: "count", description: "counts its calls", inputSchema: z.object({}), execute: () => ++calls });
+  };
+  const looping = (extra: Partial<AgentConfig> = {}) =>
+    new Agent({
+      name: "loop",
+      model: "scripted:x",
+      tools: ["count"],
+      options: { maxSteps: 2, scripted: { toolCalls: [{ name: "count", args: {} }] } },
+      ...extra,
+    });
+
+  it("ends a model that never stops calling tools after maxSteps turns, without an error: the last turn's tools run, its text is the answer", async () => {
+    const { events, result } = await drain(run.stream(looping(), "again", { model: insistent, tools: { count: counting() } }));
+    expect(events.filter((e) => e.type === "step").map((e) => (e as { index: number }).index)).toEqual([0, 1]);
+    expect(events.filter((e) => e.type === "tool_call")).toHaveLength(2);
+    // Every turn's calls ran, the last one's too, though no turn comes after it to read their results.
+    expect(events.filter((e) => e.type === "tool_result").map((e) => (e as { result: unknown }).result)).toEqual([1, 2]);
+    expect(events.at(-1)).toMatchObject({ type: "usage" });
+    expect(result).toMatchObject({ steps: 2, text: "" });
+    // The run's maxSteps wins over the agent's.
+    const longer = await drain(run.stream(looping(), "again", { model: insistent, tools: { count: counting() }, maxSteps: 3 }));
+    expect(longer.result.steps).toBe(3);
+    expect(longer.events.filter((e) => e.type === "tool_result")).toHaveLength(3);
+  });
+
+  it("fails an agent with an output schema that reaches maxSteps with OUTPUT_INVALID: its last turn gave no answer to check", async () => {
+    const agent = looping({ outputSchema: z.object({ ok: z.boolean() }) });
+    await expect(drain(run.stream(agent, "again", { model: insistent, tools: { count: counting() } }))).rejects.toMatchObject({
+      code: ErrorCodes.OUTPUT_INVALID,
+    });
   });
 });

@@ -1,4 +1,4 @@
-import { type Keys, type Logger, parseJsonOr, silentLogger } from "@flotilla/core";
+import { type ExponentialBackoff, exponentialDelay, type Keys, type Logger, parseJsonOr, silentLogger } from "@flotilla/core";
 import type { SubscriberHub, Unsubscribe } from "@flotilla/core/redis";
 import { readCancelRequests } from "@flotilla/store";
 import type { Redis } from "ioredis";
@@ -14,6 +14,9 @@ export interface CancelListenerOptions {
 }
 
 const CancelMessageSchema = z.object({ taskId: z.string(), reason: z.string() });
+
+/** Pause before looking at the stored requests again after failure number 1, 2, …: 200 ms, doubling, at most 5 s. */
+const RECHECK_BACKOFF: ExponentialBackoff = { baseMs: 100, maxMs: 5000 };
 
 /**
  * The worker side of cancel: one subscription to the fleet's cancel channel, on the worker's
@@ -84,7 +87,7 @@ export class CancelListener {
         return;
       } catch (err) {
         this.log.warn("could not look for cancel requests missed while disconnected; retrying", { err, tries });
-        await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** tries, 5000)));
+        await new Promise((r) => setTimeout(r, exponentialDelay(RECHECK_BACKOFF, tries)));
       }
     }
   }

@@ -44,18 +44,64 @@ describe("retries", () => {
     expect(await client.deadLetters.list("retry")).toEqual([]);
   });
 
-  it("gives each retry a fresh timeout", async () => {
+  it("schedules each retry its backoff after the failure: doubling, capped at maxDelayMs, jitter only taken off", async () => {
+    const failedAt: number[] = [];
+    const dueAt: number[] = [];
     await env.worker({
-      queues: ["slow-first"],
+      queues: ["backoff"],
+      promoteIntervalMs: 20,
       executor: flaky(async (attempt, ctx) => {
-        if (attempt === 1) await new Promise((r) => setTimeout(r, 5000, ctx)); // far past the timeout
-        return "fast second time";
+        // A retry starts with its record still holding the due time the worker gave it.
+        if (attempt > 1) dueAt.push((await env.store.get(ctx.taskId))!.retryAt!);
+        if (attempt === 4) return "done";
+        failedAt.push(Date.now());
+        throw new Error(`transient failure ${attempt}`);
       }),
     });
-    const handle = await env.client().submit(agent, "x", { queue: "slow-first", timeoutMs: 200, maxRetries: 1, backoff: { delayMs: 10 } });
-    expect(await handle.result({ timeoutMs: 10_000 })).toBe("fast second time");
-    const retrying = (await collect(handle.stream())).find((e) => e.type === "status" && e.status === "retrying");
-    expect(retrying).toMatchObject({ error: { code: "TIMEOUT" } });
+    const handle = await env.client().submit(agent, "x", {
+      queue: "backoff",
+      maxRetries: 3,
+      backoff: { delayMs: 300, maxDelayMs: 500, jitter: 0.25 },
+      detailed: true,
+    });
+    expect(await handle.result({ timeoutMs: 10_000 })).toBe("done");
+    const events = await collect(handle.stream());
+    const at = (status: string, attempt: number) => events.find((e) => e.type === "status" && e.status === status && e.attempt === attempt)!.ts;
+    // Retry n waits min(500, 300 * 2^n) less up to a quarter of it: 300 → [225, 300], then 600 and 1200 capped → [375, 500].
+    const windows = [
+      [225, 300],
+      [375, 500],
+      [375, 500],
+    ] as const;
+    expect(dueAt).toHaveLength(3);
+    for (const [n, [least, most]] of windows.entries()) {
+      // The due time is fixed after the attempt threw (so at least `least` after it) and before its
+      // settle stamped the retrying event (so at most `most` after that).
+      expect(dueAt[n]! - failedAt[n]!).toBeGreaterThanOrEqual(least);
+      expect(dueAt[n]! - at("retrying", n + 1)).toBeLessThanOrEqual(most);
+      expect(at("running", n + 2)).toBeGreaterThanOrEqual(dueAt[n]!);
+    }
+  });
+
+  it("gives each retry a fresh timeout, counted from the retry's own start", async () => {
+    const timeoutMs = 1500;
+    await env.worker({
+      queues: ["slow-first"],
+      promoteIntervalMs: 20,
+      executor: flaky(async (attempt) => {
+        // Attempt 1 outlives its timeout; attempt 2 takes two thirds of one, which only a fresh budget leaves it.
+        await new Promise((r) => setTimeout(r, attempt === 1 ? 5000 : 1000));
+        return `done on attempt ${attempt}`;
+      }),
+    });
+    const handle = await env.client().submit(agent, "x", { queue: "slow-first", timeoutMs, maxRetries: 1, backoff: { delayMs: 10 }, detailed: true });
+    expect(await handle.result({ timeoutMs: 10_000 })).toBe("done on attempt 2");
+    const record = await handle.status();
+    expect(record).toMatchObject({ status: "COMPLETED", attempt: 2, retries: 1 });
+    // The second attempt ran past a budget shared with the first (and well past one counted from the submit).
+    expect(record.completedAt! - record.createdAt).toBeGreaterThan(timeoutMs + 1000);
+    const events = await collect(handle.stream());
+    expect(events.find((e) => e.type === "status" && e.status === "retrying")).toMatchObject({ attempt: 1, error: { code: "TIMEOUT" } });
   });
 
   it("does not retry an UnrecoverableError, nor an error marked retryable: false", async () => {
@@ -108,6 +154,37 @@ describe("retries", () => {
     const statuses = (await collect(again.stream())).filter((e) => e.type === "status").map((e) => (e as { status: string }).status);
     expect(statuses).toEqual(["running", "completed"]);
     await expect(client.deadLetters.requeue("doomed", letter!.id)).rejects.toMatchObject({ code: "DEAD_LETTER_NOT_FOUND", name: "DeadLetterNotFoundError" });
+  });
+
+  it("gives a task re-queued from the dead letters a fresh retry budget: it fails maxRetries more times before it is dead-lettered again", async () => {
+    await env.worker({
+      queues: ["relapse"],
+      promoteIntervalMs: 20,
+      executor: flaky(async (attempt) => {
+        throw new Error(`broken on attempt ${attempt}`);
+      }),
+    });
+    const client = env.client();
+    const letters = () =>
+      waitFor(async () => {
+        const l = await client.deadLetters.list("relapse");
+        return l.length ? l : undefined;
+      });
+    const handle = await client.submit(agent, "x", { queue: "relapse", maxRetries: 2, backoff: { delayMs: 10 }, detailed: true });
+    await expect(handle.result({ timeoutMs: 10_000 })).rejects.toBeInstanceOf(TaskFailedError);
+    const [first] = await letters();
+    expect(first).toMatchObject({ taskId: handle.taskId, extra: { attempts: 3 } });
+    expect(await handle.status()).toMatchObject({ status: "FAILED", attempt: 3, retries: 2 });
+
+    const again = await client.deadLetters.requeue("relapse", first!.id);
+    await expect(again.result({ timeoutMs: 10_000 })).rejects.toBeInstanceOf(TaskFailedError);
+    expect(await again.status()).toMatchObject({ status: "FAILED", attempt: 6, retries: 2 });
+    const statuses = (await collect(again.stream())).filter((e) => e.type === "status").map((e) => `${(e as { status: string }).status}:${e.attempt}`);
+    expect(statuses).toEqual(["running:4", "retrying:4", "running:5", "retrying:5", "running:6", "failed:6"]);
+    const second = await letters();
+    expect(second).toHaveLength(1);
+    expect(second[0]).toMatchObject({ taskId: handle.taskId, extra: { attempts: 6, lastError: { message: "broken on attempt 6" } } });
+    expect(second[0]!.reason).toMatch(/failed after 6 attempts/);
   });
 });
 

@@ -1,6 +1,7 @@
 // @flotilla/core: the pure part — schemas, errors, keys, ids and defaults, with no I/O and no Node
 // built-ins, so Temporal workflow code may import it. Connections, the Lua script runner and the
 // subscriber hub are in "@flotilla/core/redis".
+export { type ExponentialBackoff, exponentialDelay } from "./backoff.ts";
 export { DEFAULT_RETENTION, DEFAULTS, type Retention, type RetentionOptions, resolveRetention } from "./defaults.ts";
 export {
   ConnectionError,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { exponentialDelay } from "./backoff.ts";
 import { CorruptRecordError, ValidationError, type ValidationIssue } from "./errors.ts";
 
 export const TaskStatusSchema = z.enum(["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "RETRYING"]);
@@ -127,10 +128,9 @@ export type Backoff = z.output<typeof BackoffSchema>;
 export type BackoffOptions = z.input<typeof BackoffSchema>;
 export const DEFAULT_BACKOFF: Backoff = { delayMs: 1000, maxDelayMs: 60_000, jitter: 0.5 };
 
-/** The wait before retry number `retries + 1`. */
-export function backoffDelay(backoff: Backoff, retries: number, random = Math.random()): number {
-  const exponential = Math.min(backoff.maxDelayMs, backoff.delayMs * 2 ** Math.min(retries, 40));
-  return Math.round(exponential * (1 - backoff.jitter * random));
+/** The wait before retry number `retries + 1` of a task: `exponentialDelay` with the task's backoff. */
+export function backoffDelay(backoff: Backoff, retries: number, random: number = Math.random()): number {
+  return exponentialDelay({ baseMs: backoff.delayMs, maxMs: backoff.maxDelayMs, jitter: backoff.jitter }, retries, random);
 }
 
 export const SubmitOptionsSchema = z

@@ -104,6 +104,30 @@ describe("streamEvents", () => {
     expect(seqs(events)).toEqual(range(1, 54));
   });
 
+  it("fills a live event that never reached it, with no reconnect, from the stream: every seq once", async () => {
+    const taskId = await runningTask();
+    const hub = newHub();
+    const publisher = new EventPublisher(redis, keys, DEFAULT_RETENTION, { taskId, attempt: 1, agent: "a", detailed: true });
+    const reader = streamEvents(source(hub), taskId);
+    // The first event comes from the replay, which is over once it is yielded: what follows is live.
+    expect((await reader.next()).value).toMatchObject({ seq: 1, status: "running" });
+    publisher.emit({ type: "text", delta: "heard" });
+    await publisher.flush();
+    expect((await reader.next()).value).toMatchObject({ seq: 2, delta: "heard" });
+    // Seq 3 is written by the store's own publish script, but announced on a channel nobody reads:
+    // a message lost on the way, on a connection that stays up.
+    const { scripts } = await import("@flotilla/store/testing");
+    const body = JSON.stringify({ type: "text", delta: "lost", taskId, attempt: 1, ts: Date.now(), agent: "a" });
+    const lostChannel = keys.eventsChannel("q/nobody-listens");
+    expect(await scripts.publish.run(redis, [keys.task(taskId), keys.events(taskId), lostChannel], [1, 1000, 60_000, "lost:1", body])).toBe(3);
+    publisher.emit({ type: "text", delta: "heard again" });
+    await publisher.flush();
+    await store.finish(taskId, { attempt: 1, status: "COMPLETED", agent: "a" });
+    const rest = await collect(reader);
+    expect(seqs(rest)).toEqual([3, 4, 5]);
+    expect(rest.slice(0, 2).map((e) => (e as { delta: string }).delta)).toEqual(["lost", "heard again"]);
+  });
+
   it("throws TaskNotFoundError for a task that does not exist", async () => {
     await expect(collect(streamEvents(source(newHub()), "q/never-was"))).rejects.toBeInstanceOf(TaskNotFoundError);
   });

@@ -72,6 +72,56 @@ describe("Heartbeat and getFleetStatus", () => {
     await purgePrefix(redis, `${prefix}-count`);
   });
 
+  it("beats well inside its TTL while it runs, so its record never lapses; silent, the record lapses one TTL after its last beat", async () => {
+    const ttlMs = 900;
+    const workerId = "w-cadence";
+    const k = createKeys(`${prefix}-cadence`);
+    const key = k.worker(workerId);
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    // The worker's own connection, cut below as a crash would.
+    const connection = testRedis();
+    const beats: number[] = [];
+    const heartbeat = new Heartbeat(connection, k, {
+      workerId,
+      queues: ["q"],
+      concurrency: 1,
+      ttlMs,
+      snapshot: () => {
+        beats.push(Date.now());
+        return { running: [], completed: 0, failed: 0 };
+      },
+      onError: () => {},
+    });
+    await heartbeat.start();
+    try {
+      // For three TTLs the record is there, with a TTL, at every look.
+      const watchUntil = Date.now() + 3 * ttlMs;
+      while (Date.now() < watchUntil) {
+        expect(await redis.pttl(key)).toBeGreaterThan(0);
+        await sleep(20);
+      }
+      // Each beat came well before the TTL set by the one before it ran out (every third of it, by design).
+      const gaps = beats.slice(1).map((at, i) => at - beats[i]!);
+      for (const gap of gaps) expect(gap).toBeLessThan(ttlMs * 0.9);
+      expect(gaps.length).toBeGreaterThanOrEqual(5);
+
+      // The process dies: no more beats, and no clean stop to remove the record.
+      connection.disconnect();
+      const silentAt = Date.now();
+      let lastBeat = 0;
+      for (let text = await redis.get(key); text; text = await redis.get(key)) {
+        lastBeat = (JSON.parse(text) as { lastBeat: number }).lastBeat;
+        await sleep(10);
+      }
+      const goneAt = Date.now();
+      expect(goneAt - lastBeat).toBeGreaterThanOrEqual(ttlMs);
+      expect(goneAt - silentAt).toBeLessThan(ttlMs + 500);
+    } finally {
+      await heartbeat.stop().catch(() => {}); // its connection is gone: this only stops the timer
+      await purgePrefix(redis, `${prefix}-cadence`);
+    }
+  });
+
   it("reports a beat Redis refused instead of passing it off as written", async () => {
     const k = createKeys(`${prefix}-refused`);
     await redis.set(k.workers(), "not a sorted set");

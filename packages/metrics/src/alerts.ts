@@ -1,4 +1,4 @@
-import { createKeys, ErrorCodes, FlotillaError, type Keys } from "@flotilla/core";
+import { createKeys, ErrorCodes, exponentialDelay, FlotillaError, type Keys } from "@flotilla/core";
 import { closeRedis, type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core/redis";
 import { listQueues } from "@flotilla/store";
 import type { Redis } from "ioredis";
@@ -260,10 +260,12 @@ export function webhookSink(
   options: { retries?: number; backoffMs?: number; headers?: Record<string, string>; timeoutMs?: number } = {},
 ): AlertSink {
   const tries = (options.retries ?? 2) + 1;
+  // backoffMs, then twice that, and so on.
+  const backoff = { baseMs: options.backoffMs ?? 500 };
   return async (e) => {
     let last: unknown;
     for (let i = 0; i < tries; i++) {
-      if (i > 0) await new Promise((r) => setTimeout(r, (options.backoffMs ?? 500) * 2 ** (i - 1)));
+      if (i > 0) await new Promise((r) => setTimeout(r, exponentialDelay(backoff, i - 1)));
       try {
         const res = await fetch(url, {
           method: "POST",

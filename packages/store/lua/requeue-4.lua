@@ -1,7 +1,7 @@
 --[[
   Sends a dead-lettered task back to its lane for another run, in one step: the FAILED record
-  returns to PENDING (retries reset, a fresh delivery allowance, its events start afresh while seq
-  carries on), the dead letter is deleted and a new entry is added.
+  returns to PENDING (retries reset, a fresh delivery allowance, a stale cancel request dropped, its
+  events start afresh while seq carries on), the dead letter is deleted and a new entry is added.
 
   Input:
     KEYS[1] task record
@@ -30,7 +30,9 @@ if removeDeadLetter(deadLetters, deadLetterId) == 0 then
   return { status == 'PENDING' and 'ok' or 'gone' }
 end
 if status == 'FAILED' then
-  redis.call('HDEL', record, 'error', 'result', 'completedAt', 'durationMs', 'retryAt', 'log')
+  -- A cancel requested while the failed attempt ran belonged to that run: a requeue is the operator's
+  -- explicit wish to run the task again, so the claim must not cancel it with the old reason.
+  redis.call('HDEL', record, 'error', 'result', 'completedAt', 'durationMs', 'retryAt', 'log', 'cancelRequestedAt', 'cancelReason')
   redis.call('HSET', record, 'status', 'PENDING', 'retries', 0, 'deliveriesBase', attempt or 0)
   redis.call('DEL', stream)
   redis.call('PERSIST', record)

@@ -1,6 +1,7 @@
 import { CorruptRecordError, createKeys, DEFAULT_RETENTION } from "@flotilla/core";
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
+import { TaskEventLog } from "../src/event-log.ts";
 import { parseTaskRecord } from "../src/record.ts";
 import type { NewTask } from "../src/task-store.ts";
 import { TestTaskStore } from "../src/testing.ts";
@@ -73,6 +74,36 @@ describe("TaskStore", () => {
     await store.start(t.taskId, "w1");
     expect(await store.finish(t.taskId, { attempt: 2, status: "COMPLETED", agent: "a" })).toMatchObject({ ok: false, reason: "stale" });
     expect(await store.start(t.taskId, "w2")).toMatchObject({ kind: "skip", reason: "running" });
+  });
+
+  it("fences out the attempt before the running one: its outcomes and event batches are refused and write nothing", async () => {
+    const t = task({ detailed: true });
+    await store.create(t);
+    await store.start(t.taskId, "w1");
+    const events = new TaskEventLog(redis, keys, DEFAULT_RETENTION, t.taskId);
+    const body = (delta: string) => JSON.stringify({ type: "text", delta, taskId: t.taskId, attempt: 1, ts: 1, agent: "a" });
+    expect(await events.append(1, "1:1", [body("from attempt 1")])).toBe(2);
+    // Attempt 1's worker went silent; another took the task over as attempt 2, which is running.
+    expect(await store.start(t.taskId, "w2", { reclaimed: true })).toMatchObject({ kind: "run", attempt: 2 });
+    const record = await redis.hgetall(keys.task(t.taskId));
+    const stream = await redis.xrange(keys.events(t.taskId), "-", "+");
+    const error = { message: "late", code: "AGENT_ERROR" };
+    for (const outcome of [
+      { status: "COMPLETED", result: "stale result" },
+      { status: "FAILED", error },
+      { status: "RETRYING", error, retryAt: Date.now() },
+      { status: "CANCELLED", error },
+    ] as const) {
+      expect(await store.finish(t.taskId, { attempt: 1, agent: "a", ...outcome })).toEqual({ ok: false, reason: "stale", status: "RUNNING" });
+    }
+    expect(await events.append(1, "1:2", [body("too late")])).toBe(-1);
+    // Not a field of the record changed (status, attempt, result, error, retries, seq, log, lastBatch), nor the stream.
+    expect(await redis.hgetall(keys.task(t.taskId))).toEqual(record);
+    expect(await redis.xrange(keys.events(t.taskId), "-", "+")).toEqual(stream);
+    // The running attempt still writes: its events follow on from seq 3 (its running event).
+    expect(await events.append(2, "2:1", [body("from attempt 2")])).toBe(4);
+    expect(await store.finish(t.taskId, { attempt: 2, status: "COMPLETED", agent: "a", result: "fresh" })).toMatchObject({ ok: true });
+    expect(await store.get(t.taskId)).toMatchObject({ status: "COMPLETED", attempt: 2, result: "fresh", seq: 5, retries: 0 });
   });
 
   it("writes the terminal status event last, with the result", async () => {
@@ -246,6 +277,51 @@ describe("TaskStore batches", () => {
     expect(again.started.map((r) => [r.kind, "taskId" in r && r.taskId, "attempt" in r && r.attempt])).toEqual(runs);
     expect(await redis.xlen(keys.queue("b3"))).toBe(3);
     expect(((await redis.xpending(keys.queue("b3"), "flotilla")) as [number])[0]).toBe(2);
+  });
+});
+
+describe("TaskStore claims and a stored cancel", () => {
+  it("never starts a waiting task whose record holds a cancel request: the claim ends it CANCELLED and acknowledges its entry", async () => {
+    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("b4", p), "flotilla", "0", "MKSTREAM");
+    const [doomed, fine] = [task({ queue: "b4", taskId: `b4/t${++n}` }), task({ queue: "b4", taskId: `b4/t${++n}` })];
+    await store.createMany("b4", [doomed, fine]);
+    // The request as a claim may meet it on a waiting record (a cancel ends a waiting task at once,
+    // so this is the claim's own guard, as for a reclaimed task whose worker died).
+    const requestedAt = Date.now();
+    await redis.hset(keys.task(doomed.taskId), { cancelRequestedAt: requestedAt, cancelReason: "changed my mind" });
+    const replies = await store.claim("b4", "w1", 10);
+    expect(replies.map((r) => [r.kind, "taskId" in r && r.taskId, "reason" in r ? r.reason : "attempt" in r && r.attempt])).toEqual([
+      ["skip", doomed.taskId, "cancelled"],
+      ["run", fine.taskId, 1],
+    ]);
+    const record = await store.get(doomed.taskId);
+    expect(record).toMatchObject({ status: "CANCELLED", attempt: 0, cancelRequestedAt: requestedAt, error: { code: "CANCELLED", message: "changed my mind" } });
+    expect(record?.startedAt).toBeUndefined();
+    expect(record?.workerId).toBeUndefined();
+    expect((await statusLog(doomed.taskId)).map((e) => [e.seq, e.status])).toEqual([[1, "cancelled"]]);
+    // Only the started task's entry is still pending; a later claim finds nothing to start.
+    expect(((await redis.xpending(keys.queue("b4"), "flotilla")) as [number])[0]).toBe(1);
+    expect(await store.claim("b4", "w2", 10)).toEqual([]);
+    expect((await store.get(doomed.taskId))?.status).toBe("CANCELLED");
+  });
+
+  it("runs a task re-queued from the dead letters even when a cancel was requested while its failed attempt ran", async () => {
+    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("b5", p), "flotilla", "0", "MKSTREAM");
+    const t = task({ queue: "b5", taskId: `b5/t${++n}` });
+    await store.createMany("b5", [t]);
+    const [run] = await store.claim("b5", "w1", 1);
+    if (run?.kind !== "run") throw new Error("not started");
+    // The cancel reached a running task (the request is stored on the record), but the attempt failed first.
+    await redis.hset(keys.task(t.taskId), { cancelRequestedAt: Date.now(), cancelReason: "too late" });
+    const failed = { status: "FAILED" as const, error: { message: "boom", code: "AGENT_ERROR" }, deadReason: "failed: boom" };
+    await store.settle("b5", "w1", [{ taskId: t.taskId, priority: run.priority, entryId: run.entryId, attempt: 1, agent: "a", ...failed }]);
+    const [letter] = await redis.xrange(keys.deadLetters("b5"), "-", "+");
+    expect(await store.requeueDeadLetter({ queue: "b5", priority: "normal", id: letter![0], taskId: t.taskId })).toMatchObject({ outcome: "ok" });
+    const record = await store.get(t.taskId);
+    expect(record).toMatchObject({ status: "PENDING" });
+    expect(record?.cancelRequestedAt).toBeUndefined();
+    // The next claim runs it as attempt 2 instead of cancelling it with the old request.
+    expect(await store.claim("b5", "w2", 1)).toMatchObject([{ kind: "run", taskId: t.taskId, attempt: 2 }]);
   });
 });
 

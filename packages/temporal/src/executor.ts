@@ -1,4 +1,15 @@
-import { ErrorCodes, FlotillaError, type JsonValue, type Logger, parseInput, silentLogger, sleep, type TokenUsage } from "@flotilla/core";
+import {
+  ErrorCodes,
+  type ExponentialBackoff,
+  exponentialDelay,
+  FlotillaError,
+  type JsonValue,
+  type Logger,
+  parseInput,
+  silentLogger,
+  sleep,
+  type TokenUsage,
+} from "@flotilla/core";
 import { MemoryRefSchema } from "@flotilla/memory";
 import type { ExecutionContext, Executor } from "@flotilla/worker";
 import {
@@ -33,6 +44,8 @@ export interface TemporalExecutorOptions {
 
 /** Attempts at cancelling a workflow when the failure is transient (Temporal unreachable for a moment). */
 const CANCEL_ATTEMPTS = 3;
+/** Pause before cancel attempt 2, 3, …: 250 ms, doubling. */
+const CANCEL_BACKOFF: ExponentialBackoff = { baseMs: 250 };
 
 /** Codes that reach the Flotilla worker as they are: Temporal already retried, so none is retried again. */
 function toFlotillaError(err: unknown, signal: AbortSignal): unknown {
@@ -67,7 +80,7 @@ async function cancelWorkflow(handle: WorkflowHandle, logger: Logger): Promise<v
         logger.warn("could not cancel the workflow: it may run on", { taskId: handle.workflowId, attempts: attempt, err });
         return;
       }
-      await sleep(250 * 2 ** (attempt - 1));
+      await sleep(exponentialDelay(CANCEL_BACKOFF, attempt - 1));
     }
   }
 }

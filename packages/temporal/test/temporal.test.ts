@@ -3,7 +3,8 @@ import { fileURLToPath } from "node:url";
 import { Agent, Swarm } from "@flotilla/agent";
 import { FlotillaClient, type FlotillaEvent, TaskCancelledError, TaskFailedError } from "@flotilla/client";
 import { createKeys, ErrorCodes } from "@flotilla/core";
-import { purgePrefix, redisUrl, startTemporalServer, type TemporalServer, temporalBinary, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { purgePrefix, redisUrl, startTemporalServer, type TemporalServer, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { useTemporalBinary } from "@flotilla/testing/vitest";
 import { Worker as FlotillaWorker } from "@flotilla/worker";
 import { Client, Connection } from "@temporalio/client";
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker as ReplayWorker, Runtime } from "@temporalio/worker";
@@ -13,18 +14,15 @@ import { activityCalls, readHistory } from "./fixtures/history-calls.ts";
 import { countingFactory, pauseTool } from "./fixtures/models.ts";
 import { scenarioInput, scenarios, scenarioWorker } from "./fixtures/scenarios.ts";
 
-const binary = temporalBinary();
-if (!binary) {
-  console.warn("\n\n!!! SKIPPING the Temporal tests: no Temporal dev server binary on this machine. Run tooling/scripts/temporal.sh (CI does).\n\n");
-}
-
 const prefix = testPrefix("temporal");
 const redis = testRedis();
 const keys = createKeys(prefix);
 const taskQueue = `flotilla-${process.pid}`;
 const activity = { heartbeatTimeoutMs: 3000 };
 
-describe.skipIf(!binary)("Temporal executor (real Temporal dev server)", () => {
+describe("Temporal executor (real Temporal dev server)", () => {
+  // Without a binary: these tests skip with a note the summary prints, or fail in CI.
+  const binary = useTemporalBinary();
   let server: TemporalServer;
   let temporal: Client;
   let connection: Connection;
@@ -69,6 +67,7 @@ describe.skipIf(!binary)("Temporal executor (real Temporal dev server)", () => {
   };
 
   beforeAll(async () => {
+    if (!binary) return;
     // Activity failures are part of these tests: keep the SDK's own logs to real errors.
     Runtime.install({ logger: new DefaultLogger("ERROR"), telemetryOptions: { logging: { filter: { core: "ERROR", other: "ERROR" } } } });
     server = await startTemporalServer(binary);

@@ -9,6 +9,13 @@ export { freePort } from "./ports.ts";
 export { testPrefix } from "./prefix.ts";
 export { purgePrefix, scanPrefix } from "./purge.ts";
 export { type RedisServerOptions, startRedisServer, type TestRedisServer } from "./redis-server.ts";
-export { startTemporalServer, TEMPORAL_VERSION, type TemporalServer, temporalBinary } from "./temporal-server.ts";
+export {
+  NO_TEMPORAL_NOTE,
+  startTemporalServer,
+  TEMPORAL_SETUP_COMMAND,
+  TEMPORAL_VERSION,
+  type TemporalServer,
+  temporalBinary,
+} from "./temporal-server.ts";
 export { createTestEnv, type StopWorkersOptions, TEST_WORKER_DEFAULTS, type TestEnv, type TestEnvOptions } from "./test-env.ts";
 export { type WaitForOptions, waitFor } from "./wait-for.ts";

@@ -10,6 +10,12 @@ import { freePort } from "./ports.ts";
 
 export const TEMPORAL_VERSION = "v1.5.1";
 
+/** The one command that builds the `temporal` CLI into the cache `temporalBinary()` looks in (run from the repository root). */
+export const TEMPORAL_SETUP_COMMAND = "bash tooling/scripts/temporal.sh";
+
+/** The note a Temporal test skips with when there is no binary; the run's summary counts skipped tests by note and prints it. */
+export const NO_TEMPORAL_NOTE: string = `no Temporal dev server binary: \`${TEMPORAL_SETUP_COMMAND}\` builds it and enables these tests (in CI they fail instead)`;
+
 /**
  * The `temporal` CLI to run: FLOTILLA_TEMPORAL_BIN when set (undefined when that file is missing),
  * else the cached build under $FLOTILLA_CACHE (default ~/.cache/flotilla)/temporal/<version>/, or
@@ -43,7 +49,7 @@ export interface TemporalServer {
 
 /** Starts `temporal server start-dev` (in memory, headless) on free loopback ports; killed again if it does not come up. */
 export async function startTemporalServer(binary: string | undefined = temporalBinary(), options: { startTimeoutMs?: number } = {}): Promise<TemporalServer> {
-  if (!binary) throw new TestServerError("no Temporal binary: set FLOTILLA_TEMPORAL_BIN or run tooling/scripts/temporal.sh");
+  if (!binary) throw new TestServerError(`no Temporal binary: run ${TEMPORAL_SETUP_COMMAND} or set FLOTILLA_TEMPORAL_BIN`);
   // Every port chosen here: left to pick its own, the server's choice can collide with another suite's.
   const port = await freePort();
   const uiPort = await freePort();

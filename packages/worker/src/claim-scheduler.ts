@@ -1,9 +1,12 @@
 import { type Broker, type Lane, parseEntry, type RawEntry } from "@flotilla/broker";
-import { type Logger, PRIORITIES, type Priority } from "@flotilla/core";
+import { type ExponentialBackoff, exponentialDelay, type Logger, PRIORITIES, type Priority } from "@flotilla/core";
 import type { OwnedRedis } from "@flotilla/core/redis";
 import type { StartReply, TaskStore } from "@flotilla/store";
 import { type InFlight, laneKey } from "./in-flight.ts";
 import { laneOrder } from "./lane-order.ts";
+
+/** Pause before claiming again after failure number 1, 2, …: 200 ms, doubling, at most 5 s. */
+const CLAIM_RETRY_BACKOFF: ExponentialBackoff = { baseMs: 100, maxMs: 5000 };
 
 export interface SchedulerOptions {
   workerId: string;
@@ -139,7 +142,7 @@ export class ClaimScheduler {
         failures++;
         this.deps.log.warn("claim failed; retrying", { err, failures });
         this.deps.onError(err);
-        await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** failures, 5000)));
+        await new Promise((r) => setTimeout(r, exponentialDelay(CLAIM_RETRY_BACKOFF, failures)));
       }
     }
   }

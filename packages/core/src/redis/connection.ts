@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from "ioredis";
+import { type ExponentialBackoff, exponentialDelay } from "../backoff.ts";
 import { DEFAULTS } from "../defaults.ts";
 import { ConnectionError, FlotillaError } from "../errors.ts";
 
@@ -33,6 +34,9 @@ export interface ConnectionPolicy {
   connectTimeoutMs?: number;
 }
 
+/** Pause before trying Redis again (a reconnect, a re-subscription) after failure number 1, 2, …: 100 ms, doubling, at most 2 s. */
+export const RECONNECT_BACKOFF: ExponentialBackoff = { baseMs: 50, maxMs: 2000 };
+
 /** A connection we opened (and must close) or one the caller lent us (and must not). */
 export interface OwnedRedis {
   redis: Redis;
@@ -49,7 +53,7 @@ export function openRedis(conn: RedisConnection | undefined, role: ConnectionRol
     connectTimeout: policy.connectTimeoutMs ?? 5000,
     // null = retry forever: workers and subscribers must survive a Redis restart.
     maxRetriesPerRequest: failFast && role !== "blocking" ? 2 : null,
-    retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
+    retryStrategy: (times) => exponentialDelay(RECONNECT_BACKOFF, times),
     enableReadyCheck: true,
     connectionName: `flotilla:${role}`,
   };

@@ -1,6 +1,7 @@
 import type { Redis } from "ioredis";
+import { exponentialDelay } from "../backoff.ts";
 import { type Logger, silentLogger } from "../logger.ts";
-import { closeRedis, type OwnedRedis, whenReady } from "./connection.ts";
+import { closeRedis, type OwnedRedis, RECONNECT_BACKOFF, whenReady } from "./connection.ts";
 
 export type MessageListener = (message: string, channel: string) => void;
 export type Unsubscribe = () => Promise<void>;
@@ -11,9 +12,6 @@ export interface SubscriberHubOptions {
   /** Where a failed re-subscription after a reconnect is reported (it is retried). @default silentLogger */
   logger?: Logger;
 }
-
-/** Pause before retrying a failed re-subscription: doubling, capped. */
-const resubscribeDelay = (tries: number) => Math.min(50 * 2 ** tries, 2000);
 
 /**
  * One subscriber connection shared by every listener of a process, reference-counted per channel.
@@ -148,7 +146,7 @@ export class SubscriberHub {
       } catch (err) {
         if (this.closed || this.lost) return; // closed, or another reconnect will resubscribe
         this.log.warn("re-subscribing after a reconnect failed; retrying", { err, channels: channels.length, tries });
-        await new Promise((r) => setTimeout(r, resubscribeDelay(tries)));
+        await new Promise((r) => setTimeout(r, exponentialDelay(RECONNECT_BACKOFF, tries)));
       }
     }
     for (const listener of [...this.reconnectListeners]) {

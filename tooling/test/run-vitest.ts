@@ -1,0 +1,56 @@
+// Runs vitest in a child process, as a user would from a shell, for the tests of what the run itself
+// reports (its summary, its exit code).
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+
+const require = createRequire(import.meta.url);
+
+/** The vitest CLI this workspace installed (its `bin` entry, which vitest 3 to 5 all declare). */
+function vitestCli(): string {
+  const pkgPath = require.resolve("vitest/package.json");
+  const bin = JSON.parse(readFileSync(pkgPath, "utf8")).bin;
+  return join(dirname(pkgPath), typeof bin === "string" ? bin : bin.vitest);
+}
+
+export interface VitestRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** The summary reporter's closing line, `tests: N passed, N failed, N skipped`. */
+  closingLine: string | undefined;
+  /** The lines of stdout that trim to something, in order. */
+  lines: string[];
+}
+
+/**
+ * `vitest run <args>` in `cwd`, with `env` over this process's environment minus what the running
+ * vitest set for its own workers (a child that inherits them believes it is a worker).
+ */
+export function runVitest(cwd: string, args: string[], env: Record<string, string | undefined> = {}): Promise<VitestRun> {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("VITEST") && k !== "TEST" && k !== "NODE_ENV"));
+  const child = spawn(process.execPath, [vitestCli(), "run", ...args], {
+    cwd,
+    env: { ...base, NO_COLOR: "1", FORCE_COLOR: "0", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
+  return new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("close", (code) => {
+      const lines = stdout
+        .split("\n")
+        .map((l) => l.trimEnd())
+        .filter((l) => l.trim() !== "");
+      resolve({ code, stdout, stderr, lines, closingLine: lines.findLast((l) => l.startsWith("tests: ")) });
+    });
+  });
+}
