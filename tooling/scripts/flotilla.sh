@@ -84,7 +84,11 @@ case "$cmd" in
     if temporal_bin="$(bash "$ROOT/tooling/scripts/temporal.sh")"; then
       export FLOTILLA_TEMPORAL_BIN="$temporal_bin"
     else
-      echo "[flotilla] WARNING: no Temporal dev server could be built; the Temporal tests will be skipped" >&2
+      if [ -n "${CI:-}" ]; then
+        echo "[flotilla] no Temporal dev server could be built: in CI the Temporal tests fail without it" >&2
+      else
+        echo "[flotilla] WARNING: no Temporal dev server could be built; the Temporal tests will be skipped (the summary counts them)" >&2
+      fi
     fi
     (cd "$ROOT" && pnpm exec vitest run "$@") ;;
   *) (cd "$ROOT" && "$cmd" "$@") ;;
