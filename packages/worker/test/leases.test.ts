@@ -1,6 +1,7 @@
 import { scripted, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
+import type { ExecutionContext, TaskEndEvent } from "../src/index.ts";
 
 describe("leases", () => {
   const h = useFlotilla("leases");
@@ -60,5 +61,50 @@ describe("leases", () => {
     expect(record.durationMs).toBeGreaterThan(3 * leaseMs);
     expect(record).toMatchObject({ status: "COMPLETED", attempt: 1, workerId: holder.workerId });
     expect(stolen).toBe(0);
+  });
+
+  /**
+   * A worker whose attempt is held until the test lets it go, while its task is taken over at the
+   * record (attempt 2 RUNNING elsewhere). Its entry stays its own, so its lease keeps renewing: only
+   * the fences in the scripts stand between its late writes and the record.
+   */
+  async function overtaken(queue: string, late: (ctx: ExecutionContext) => void) {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const executor = {
+      async execute(ctx: ExecutionContext) {
+        await gate;
+        late(ctx);
+        return `from attempt ${ctx.attempt}`;
+      },
+    };
+    const w = await h.worker({ queues: [queue], executor, leaseMs: 5_000 });
+    const ended: TaskEndEvent[] = [];
+    w.on("task:ended", (e) => ended.push(e));
+    const id = await h.submit(scripted("held"), "x", { queue });
+    await h.until(id, ["RUNNING"]);
+    expect(await h.store.start(id, "rival", { reclaimed: true })).toMatchObject({ kind: "run", attempt: 2 });
+    const before = await h.events(id);
+    release();
+    await w.stop(); // drains: the held attempt ends and makes its writes
+    return { id, ended, before };
+  }
+
+  it("refuses the outcome of an attempt whose task another attempt runs now: the record stays the new attempt's", async () => {
+    const { id, ended, before } = await overtaken("overtaken", () => {});
+    expect(ended).toMatchObject([{ taskId: id, attempt: 1, status: "COMPLETED", recorded: false }]);
+    expect(await h.store.get(id)).toMatchObject({ status: "RUNNING", attempt: 2, workerId: "rival" });
+    expect((await h.store.get(id))?.result).toBeUndefined();
+    expect(await h.events(id)).toEqual(before);
+  });
+
+  it("refuses the events of an attempt whose task another attempt runs now, and that attempt records no outcome", async () => {
+    const { id, ended, before } = await overtaken("outshouted", (ctx) => ctx.emit({ type: "text", delta: "too late" }));
+    // The refused publish tells the attempt it lost its claim: it leaves the outcome to its owner.
+    expect(ended).toEqual([]);
+    expect(await h.events(id)).toEqual(before);
+    expect(await h.store.get(id)).toMatchObject({ status: "RUNNING", attempt: 2, workerId: "rival" });
   });
 });
