@@ -1,3 +1,4 @@
+import { CONSUMER_GROUP } from "@flotilla/core";
 import { scripted, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
@@ -106,5 +107,53 @@ describe("leases", () => {
     expect(ended).toEqual([]);
     expect(await h.events(id)).toEqual(before);
     expect(await h.store.get(id)).toMatchObject({ status: "RUNNING", attempt: 2, workerId: "rival" });
+  });
+
+  it("aborts an attempt whose entry another consumer took over: its next renewal reports the lease lost", async () => {
+    const reasons: unknown[] = [];
+    const executor = {
+      execute: (ctx: ExecutionContext) =>
+        new Promise<never>((_, reject) =>
+          ctx.signal.addEventListener("abort", () => {
+            reasons.push(ctx.signal.reason);
+            reject(ctx.signal.reason);
+          }),
+        ),
+    };
+    const w = await h.worker({ queues: ["stolen"], executor, leaseMs: 600 });
+    const ended: TaskEndEvent[] = [];
+    w.on("task:ended", (e) => ended.push(e));
+    const id = await h.submit(scripted("held"), "x", { queue: "stolen" });
+    await h.until(id, ["RUNNING"]);
+    // Another consumer takes the entry over, as a reclaim does once a lease lapses.
+    const lane = h.keys.lane("stolen", "normal");
+    const [[entryId]] = (await h.redis.xpending(lane, CONSUMER_GROUP, "-", "+", 10)) as [[string]];
+    await h.redis.xclaim(lane, CONSUMER_GROUP, "rival", 0, entryId);
+    await waitFor(() => reasons.length > 0, { timeoutMs: 10_000, what: "the renewal to report the lease lost" });
+    expect(reasons).toMatchObject([{ code: "STALE_ATTEMPT" }]);
+    await w.stop();
+    // It left the outcome to the entry's new owner: nothing recorded.
+    expect(ended).toEqual([]);
+    expect(await h.store.get(id)).toMatchObject({ status: "RUNNING", attempt: 1 });
+  });
+
+  it("never runs a finished task again from a leftover entry of it", async () => {
+    let runs = 0;
+    const executor = {
+      async execute() {
+        runs++;
+        return "done";
+      },
+    };
+    await h.worker({ queues: ["leftover"], executor });
+    const id = await h.submit(scripted("once"), "x", { queue: "leftover" });
+    const done = await h.until(id);
+    expect(done).toMatchObject({ status: "COMPLETED", attempt: 1 });
+    // A duplicate entry of the finished task (a resent enqueue, an operator's mistake) reaches the worker.
+    await h.broker.enqueue("leftover", id.slice("leftover/".length));
+    const lane = h.keys.lane("leftover", "normal");
+    await waitFor(async () => (await h.redis.xlen(lane)) === 0, { what: "the leftover entry to be settled" });
+    expect(runs).toBe(1);
+    expect(await h.store.get(id)).toEqual(done);
   });
 });
