@@ -325,6 +325,24 @@ describe("TaskStore claims and a stored cancel", () => {
   });
 });
 
+describe("TaskStore settles an entry only while it holds it", () => {
+  it("schedules no retry from an entry another consumer took over: the new holder runs the task from it", async () => {
+    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("b6", p), "flotilla", "0", "MKSTREAM");
+    const t = task({ queue: "b6", taskId: `b6/t${++n}` });
+    await store.createMany("b6", [t]);
+    const [run] = await store.claim("b6", "w1", 1);
+    if (run?.kind !== "run") throw new Error("not started");
+    // w2 reclaims the entry (its lease lapsed) and has not started it yet when w1's retry arrives.
+    await redis.xclaim(keys.lane("b6", "normal"), "flotilla", "w2", 0, run.entryId);
+    const retry = { status: "RETRYING" as const, error: { message: "flaky", code: "AGENT_ERROR" }, retryAt: Date.now() + 60_000 };
+    await store.settle("b6", "w1", [{ taskId: t.taskId, priority: run.priority, entryId: run.entryId, attempt: 1, agent: "a", ...retry }]);
+    // Not delayed (a second way to run the task) and not acknowledged: the entry is still w2's to run.
+    expect(await redis.zcard(keys.delayed("b6", "normal"))).toBe(0);
+    const pending = (await redis.xpending(keys.lane("b6", "normal"), "flotilla", "-", "+", 10)) as [string, string][];
+    expect(pending.map(([id, consumer]) => [id, consumer])).toEqual([[run.entryId, "w2"]]);
+  });
+});
+
 describe("the task record", () => {
   it("reads a record back with types, and reports a corrupt one", () => {
     const record = parseTaskRecord(

@@ -156,4 +156,34 @@ describe("leases", () => {
     expect(runs).toBe(1);
     expect(await h.store.get(id)).toEqual(done);
   });
+
+  it("schedules no retry from an entry another consumer took over before the failed attempt settled", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const executor = {
+      async execute() {
+        await gate;
+        throw new Error("flaky"); // retryable: the attempt settles as RETRYING
+      },
+    };
+    const w = await h.worker({ queues: ["handed"], executor, leaseMs: 10_000 });
+    const ended: TaskEndEvent[] = [];
+    w.on("task:ended", (e) => ended.push(e));
+    const id = await h.submit(scripted("held"), "x", { queue: "handed", maxRetries: 3 });
+    await h.until(id, ["RUNNING"]);
+    // A reclaim by another worker took the entry (its start not yet made) just before the attempt failed.
+    const lane = h.keys.lane("handed", "normal");
+    const [[entryId]] = (await h.redis.xpending(lane, CONSUMER_GROUP, "-", "+", 10)) as [[string]];
+    await h.redis.xclaim(lane, CONSUMER_GROUP, "rival", 0, entryId);
+    release();
+    await waitFor(() => ended.length > 0, { what: "the failed attempt to settle" });
+    expect(ended).toMatchObject([{ taskId: id, attempt: 1, status: "RETRYING" }]);
+    // No second way to run the task: nothing in the delayed set, the entry still pending for its new holder.
+    expect(await h.redis.zcard(h.keys.delayed("handed", "normal"))).toBe(0);
+    const pending = (await h.redis.xpending(lane, CONSUMER_GROUP, "-", "+", 10)) as [string, string][];
+    expect(pending.map(([entry, consumer]) => [entry, consumer])).toEqual([[entryId, "rival"]]);
+    await w.stop();
+  });
 });
