@@ -67,6 +67,8 @@ module.exports = {
   ],
   options: {
     // The graph as it runs: type-only imports are erased (the workflow names its activities by type only).
+    // Erasing them takes TypeScript's JS API, which TypeScript 7 (the native compiler the build uses) does not
+    // have: dependency-cruiser gets TypeScript 6 as its own `typescript` (packageExtensions in package.json).
     tsPreCompilationDeps: false,
     // Workspace packages resolve to their sources, through their `exports` maps, as tests see them.
     enhancedResolveOptions: {
@@ -76,6 +78,8 @@ module.exports = {
       mainFields: ["module", "main", "types"],
     },
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "(^|/)(dist|\\.turbo|generated)/" },
+    // Our own build output and generated Lua; not a dependency's files (OpenTelemetry ships its code in dist/,
+    // and an excluded module vanishes from the graph, rules and all).
+    exclude: { path: `${PACKAGE}(dist|\\.turbo|src/generated)/` },
   },
 };

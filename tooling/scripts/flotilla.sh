@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One entry point for a fresh clone: provides Node >= 22.12 and pnpm (installing Node 24 and pnpm
+# One entry point for a fresh clone: provides Node >= 22.15 and pnpm (installing Node 24 and pnpm
 # from the npm registry into tooling/.toolchain when the machine's are missing or too old),
 # installs dependencies, then runs: setup | demo | test | ci-build.
 set -euo pipefail
@@ -18,7 +18,7 @@ log() { printf '\033[2m[flotilla]\033[0m %s\n' "$*" >&2; }
 
 node_ok() {
   command -v node >/dev/null 2>&1 &&
-    node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>22||(a===22&&b>=12)?0:1)'
+    node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>22||(a===22&&b>=15)?0:1)'
 }
 
 ensure_toolchain() {
@@ -26,7 +26,7 @@ ensure_toolchain() {
     export PATH="$TOOLCHAIN/node_modules/.bin:$PATH"
   fi
   if ! node_ok; then
-    log "Node $(node --version 2>/dev/null || echo none) is older than 22.12: installing Node 24 into tooling/.toolchain"
+    log "Node $(node --version 2>/dev/null || echo none) is older than 22.15: installing Node 24 into tooling/.toolchain"
     command -v npm >/dev/null || { log "npm is needed to install Node 24"; exit 1; }
     npm install --prefix "$TOOLCHAIN" --no-audit --no-fund --loglevel=error "node@24" "pnpm@$PNPM_VERSION" >&2
     export PATH="$TOOLCHAIN/node_modules/.bin:$PATH"
@@ -84,7 +84,11 @@ case "$cmd" in
     if temporal_bin="$(bash "$ROOT/tooling/scripts/temporal.sh")"; then
       export FLOTILLA_TEMPORAL_BIN="$temporal_bin"
     else
-      echo "[flotilla] WARNING: no Temporal dev server could be built; the Temporal tests will be skipped" >&2
+      if [ -n "${CI:-}" ]; then
+        echo "[flotilla] no Temporal dev server could be built: in CI the Temporal tests fail without it" >&2
+      else
+        echo "[flotilla] WARNING: no Temporal dev server could be built; the Temporal tests will be skipped (the summary counts them)" >&2
+      fi
     fi
     (cd "$ROOT" && pnpm exec vitest run "$@") ;;
   *) (cd "$ROOT" && "$cmd" "$@") ;;

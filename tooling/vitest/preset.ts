@@ -1,7 +1,13 @@
 import { defineProject } from "vitest/config";
 
-/** Resolve workspace packages to their TypeScript sources so tests never need a build. */
-export const sourceConditions = ["@flotilla/source", "module", "node", "import", "default"];
+/**
+ * Resolve workspace packages to their TypeScript sources so tests never need a build. Vitest (>= 4)
+ * also hands the SSR conditions to Node as `--conditions` for what it loads itself (`require()`
+ * included), so only conditions Node's own resolution agrees with belong here: "module" or
+ * "import" would make Node pick ESM files for `require()` (pg-pool) and extensionless ESM
+ * (@opentelemetry/api). Vite adds "import"/"require" and "default" by itself.
+ */
+export const sourceConditions = ["@flotilla/source", "node", "development|production"];
 
 export function flotillaProject(name: string) {
   return defineProject({

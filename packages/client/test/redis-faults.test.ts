@@ -61,7 +61,7 @@ describe("Redis faults", () => {
     const me = await admin.client("ID");
     let killed = 0;
     for (let round = 0; round < 8; round++) {
-      for (const type of ["normal", "pubsub"]) killed += Number(await admin.client("KILL", "TYPE", type, "SKIPME", "yes"));
+      for (const type of ["normal", "pubsub"]) killed += Number(await admin.call("CLIENT", "KILL", "TYPE", type, "SKIPME", "yes"));
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(killed).toBeGreaterThan(5);

@@ -8,7 +8,7 @@ import { context, propagation, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { type CollectionResult, MeterProvider, MetricReader } from "@opentelemetry/sdk-metrics";
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import { afterAll, describe, expect, it } from "vitest";
 import { FlotillaClient, TaskCancelledError, TaskFailedError } from "../src/index.ts";
 
@@ -24,7 +24,7 @@ const meterProvider = new MeterProvider({ readers: [reader] });
 const spans = new InMemorySpanExporter();
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }));
+trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: spans })] }));
 
 const prefix = testPrefix("telemetry");
 const redis = testRedis();

@@ -41,7 +41,8 @@ export async function countLiveWorkers(redis: Redis, keys: Keys, deadAfterMs = d
 /** Lists the fleet: live workers with their figures, and workers that stopped beating as dead. */
 export async function getFleetStatus(redis: Redis, keys: Keys, options: FleetStatusOptions = {}): Promise<FleetStatus> {
   const now = Date.now();
-  const rows = await redis.zrange(keys.workers(), 0, -1, "WITHSCORES");
+  // ioredis 6 types ZRANGE's stop as a string.
+  const rows = await redis.zrange(keys.workers(), 0, "-1", "WITHSCORES");
   const ids: string[] = [];
   const beats: number[] = [];
   for (let i = 0; i < rows.length; i += 2) {

@@ -248,7 +248,7 @@ describe("TaskStore batches", () => {
     expect(await redis.xlen(keys.lane("b2", "high"))).toBe(0);
     expect(await redis.xlen(keys.queue("b2"))).toBe(1);
     expect(((await redis.xpending(keys.queue("b2"), "flotilla")) as [number])[0]).toBe(1);
-    expect(await redis.zrange(keys.delayed("b2"), 0, -1)).toEqual([runs[1]!.taskId.slice(3)]);
+    expect(await redis.zrange(keys.delayed("b2"), 0, "-1")).toEqual([runs[1]!.taskId.slice(3)]);
     const [letter] = await redis.xrange(keys.deadLetters("b2"), "-", "+");
     expect(letter?.[1]).toContain("failed: boom");
     // Every finished record has a TTL; the retrying one is kept until it runs again.
@@ -322,6 +322,24 @@ describe("TaskStore claims and a stored cancel", () => {
     expect(record?.cancelRequestedAt).toBeUndefined();
     // The next claim runs it as attempt 2 instead of cancelling it with the old request.
     expect(await store.claim("b5", "w2", 1)).toMatchObject([{ kind: "run", taskId: t.taskId, attempt: 2 }]);
+  });
+});
+
+describe("TaskStore settles an entry only while it holds it", () => {
+  it("schedules no retry from an entry another consumer took over: the new holder runs the task from it", async () => {
+    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("b6", p), "flotilla", "0", "MKSTREAM");
+    const t = task({ queue: "b6", taskId: `b6/t${++n}` });
+    await store.createMany("b6", [t]);
+    const [run] = await store.claim("b6", "w1", 1);
+    if (run?.kind !== "run") throw new Error("not started");
+    // w2 reclaims the entry (its lease lapsed) and has not started it yet when w1's retry arrives.
+    await redis.xclaim(keys.lane("b6", "normal"), "flotilla", "w2", 0, run.entryId);
+    const retry = { status: "RETRYING" as const, error: { message: "flaky", code: "AGENT_ERROR" }, retryAt: Date.now() + 60_000 };
+    await store.settle("b6", "w1", [{ taskId: t.taskId, priority: run.priority, entryId: run.entryId, attempt: 1, agent: "a", ...retry }]);
+    // Not delayed (a second way to run the task) and not acknowledged: the entry is still w2's to run.
+    expect(await redis.zcard(keys.delayed("b6", "normal"))).toBe(0);
+    const pending = (await redis.xpending(keys.lane("b6", "normal"), "flotilla", "-", "+", 10)) as [string, string][];
+    expect(pending.map(([id, consumer]) => [id, consumer])).toEqual([[run.entryId, "w2"]]);
   });
 });
 

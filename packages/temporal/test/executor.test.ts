@@ -1,7 +1,7 @@
 import { ErrorCodes, FlotillaError, type Logger } from "@flotilla/core";
 import type { ExecutionContext } from "@flotilla/worker";
 import { type Client, ServiceError, WorkflowNotFoundError } from "@temporalio/client";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it, type Mock, vi } from "vitest";
 import { temporalExecutor } from "../src/index.ts";
 
 /** A gRPC failure as the Temporal client wraps it (14: UNAVAILABLE, 3: INVALID_ARGUMENT). */
@@ -24,7 +24,12 @@ function fakeClient(outcomes: Array<Error | undefined>) {
   return { client: { workflow: { start: async () => handle } } as unknown as Client, cancel, cancelled: () => cancelled() };
 }
 
-const logger = (): Logger & { [K in keyof Logger]: ReturnType<typeof vi.fn> } => ({ debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() });
+const logger = (): { [K in keyof Logger]: Mock<Logger[K]> } => ({
+  debug: vi.fn<Logger["debug"]>(),
+  info: vi.fn<Logger["info"]>(),
+  warn: vi.fn<Logger["warn"]>(),
+  error: vi.fn<Logger["error"]>(),
+});
 
 function cancelledRun(client: Client, log: Logger) {
   const controller = new AbortController();

@@ -41,6 +41,8 @@ const answers = (port: number) =>
 export interface TemporalServer {
   /** host:port of its frontend. */
   address: string;
+  /** host:port of its HTTP API. */
+  httpAddress: string;
   namespace: string;
   stop(): Promise<void>;
 }
@@ -48,8 +50,10 @@ export interface TemporalServer {
 /** Starts `temporal server start-dev` (in memory, headless) on free loopback ports; killed again if it does not come up. */
 export async function startTemporalServer(binary: string | undefined = temporalBinary(), options: { startTimeoutMs?: number } = {}): Promise<TemporalServer> {
   if (!binary) throw new TestServerError(`no Temporal binary: run ${TEMPORAL_SETUP_COMMAND} or set FLOTILLA_TEMPORAL_BIN`);
+  // Every port chosen here: left to pick its own, the server's choice can collide with another suite's.
   const port = await freePort();
   const uiPort = await freePort();
+  const httpPort = await freePort();
   const metricsPort = await freePort();
   const child: ChildProcess = spawn(
     binary,
@@ -63,6 +67,8 @@ export async function startTemporalServer(binary: string | undefined = temporalB
       String(port),
       "--ui-port",
       String(uiPort),
+      "--http-port",
+      String(httpPort),
       "--metrics-port",
       String(metricsPort),
       "--log-level",
@@ -106,5 +112,5 @@ export async function startTemporalServer(binary: string | undefined = temporalB
     if (Date.now() > deadline) return fail(`temporal server's default namespace was not ready within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 200));
   }
-  return { address: `127.0.0.1:${port}`, namespace: "default", stop };
+  return { address: `127.0.0.1:${port}`, httpAddress: `127.0.0.1:${httpPort}`, namespace: "default", stop };
 }

@@ -22,6 +22,10 @@ describe("startTemporalServer with a binary", () => {
       expect(host).toBe("127.0.0.1");
       expect(server.namespace).toBe("default");
       expect(await answers()).toBe(true);
+      // The HTTP API listens on the port chosen for it, not one the server picked itself.
+      const res = await fetch(`http://${server.httpAddress}/api/v1/namespaces/default`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ namespaceInfo: { name: "default" } });
     } finally {
       await server.stop();
     }

@@ -1,6 +1,8 @@
+import { CONSUMER_GROUP } from "@flotilla/core";
 import { scripted, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
+import type { ExecutionContext, TaskEndEvent } from "../src/index.ts";
 
 describe("leases", () => {
   const h = useFlotilla("leases");
@@ -60,5 +62,128 @@ describe("leases", () => {
     expect(record.durationMs).toBeGreaterThan(3 * leaseMs);
     expect(record).toMatchObject({ status: "COMPLETED", attempt: 1, workerId: holder.workerId });
     expect(stolen).toBe(0);
+  });
+
+  /**
+   * A worker whose attempt is held until the test lets it go, while its task is taken over at the
+   * record (attempt 2 RUNNING elsewhere). Its entry stays its own, so its lease keeps renewing: only
+   * the fences in the scripts stand between its late writes and the record.
+   */
+  async function overtaken(queue: string, late: (ctx: ExecutionContext) => void) {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const executor = {
+      async execute(ctx: ExecutionContext) {
+        await gate;
+        late(ctx);
+        return `from attempt ${ctx.attempt}`;
+      },
+    };
+    const w = await h.worker({ queues: [queue], executor, leaseMs: 5_000 });
+    const ended: TaskEndEvent[] = [];
+    w.on("task:ended", (e) => ended.push(e));
+    const id = await h.submit(scripted("held"), "x", { queue });
+    await h.until(id, ["RUNNING"]);
+    expect(await h.store.start(id, "rival", { reclaimed: true })).toMatchObject({ kind: "run", attempt: 2 });
+    const before = await h.events(id);
+    release();
+    await w.stop(); // drains: the held attempt ends and makes its writes
+    return { id, ended, before };
+  }
+
+  it("refuses the outcome of an attempt whose task another attempt runs now: the record stays the new attempt's", async () => {
+    const { id, ended, before } = await overtaken("overtaken", () => {});
+    expect(ended).toMatchObject([{ taskId: id, attempt: 1, status: "COMPLETED", recorded: false }]);
+    expect(await h.store.get(id)).toMatchObject({ status: "RUNNING", attempt: 2, workerId: "rival" });
+    expect((await h.store.get(id))?.result).toBeUndefined();
+    expect(await h.events(id)).toEqual(before);
+  });
+
+  it("refuses the events of an attempt whose task another attempt runs now, and that attempt records no outcome", async () => {
+    const { id, ended, before } = await overtaken("outshouted", (ctx) => ctx.emit({ type: "text", delta: "too late" }));
+    // The refused publish tells the attempt it lost its claim: it leaves the outcome to its owner.
+    expect(ended).toEqual([]);
+    expect(await h.events(id)).toEqual(before);
+    expect(await h.store.get(id)).toMatchObject({ status: "RUNNING", attempt: 2, workerId: "rival" });
+  });
+
+  it("aborts an attempt whose entry another consumer took over: its next renewal reports the lease lost", async () => {
+    const reasons: unknown[] = [];
+    const executor = {
+      execute: (ctx: ExecutionContext) =>
+        new Promise<never>((_, reject) =>
+          ctx.signal.addEventListener("abort", () => {
+            reasons.push(ctx.signal.reason);
+            reject(ctx.signal.reason);
+          }),
+        ),
+    };
+    const w = await h.worker({ queues: ["stolen"], executor, leaseMs: 600 });
+    const ended: TaskEndEvent[] = [];
+    w.on("task:ended", (e) => ended.push(e));
+    const id = await h.submit(scripted("held"), "x", { queue: "stolen" });
+    await h.until(id, ["RUNNING"]);
+    // Another consumer takes the entry over, as a reclaim does once a lease lapses.
+    const lane = h.keys.lane("stolen", "normal");
+    const [[entryId]] = (await h.redis.xpending(lane, CONSUMER_GROUP, "-", "+", 10)) as [[string]];
+    await h.redis.xclaim(lane, CONSUMER_GROUP, "rival", 0, entryId);
+    await waitFor(() => reasons.length > 0, { timeoutMs: 10_000, what: "the renewal to report the lease lost" });
+    expect(reasons).toMatchObject([{ code: "STALE_ATTEMPT" }]);
+    await w.stop();
+    // It left the outcome to the entry's new owner: nothing recorded.
+    expect(ended).toEqual([]);
+    expect(await h.store.get(id)).toMatchObject({ status: "RUNNING", attempt: 1 });
+  });
+
+  it("never runs a finished task again from a leftover entry of it", async () => {
+    let runs = 0;
+    const executor = {
+      async execute() {
+        runs++;
+        return "done";
+      },
+    };
+    await h.worker({ queues: ["leftover"], executor });
+    const id = await h.submit(scripted("once"), "x", { queue: "leftover" });
+    const done = await h.until(id);
+    expect(done).toMatchObject({ status: "COMPLETED", attempt: 1 });
+    // A duplicate entry of the finished task (a resent enqueue, an operator's mistake) reaches the worker.
+    await h.broker.enqueue("leftover", id.slice("leftover/".length));
+    const lane = h.keys.lane("leftover", "normal");
+    await waitFor(async () => (await h.redis.xlen(lane)) === 0, { what: "the leftover entry to be settled" });
+    expect(runs).toBe(1);
+    expect(await h.store.get(id)).toEqual(done);
+  });
+
+  it("schedules no retry from an entry another consumer took over before the failed attempt settled", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const executor = {
+      async execute() {
+        await gate;
+        throw new Error("flaky"); // retryable: the attempt settles as RETRYING
+      },
+    };
+    const w = await h.worker({ queues: ["handed"], executor, leaseMs: 10_000 });
+    const ended: TaskEndEvent[] = [];
+    w.on("task:ended", (e) => ended.push(e));
+    const id = await h.submit(scripted("held"), "x", { queue: "handed", maxRetries: 3 });
+    await h.until(id, ["RUNNING"]);
+    // A reclaim by another worker took the entry (its start not yet made) just before the attempt failed.
+    const lane = h.keys.lane("handed", "normal");
+    const [[entryId]] = (await h.redis.xpending(lane, CONSUMER_GROUP, "-", "+", 10)) as [[string]];
+    await h.redis.xclaim(lane, CONSUMER_GROUP, "rival", 0, entryId);
+    release();
+    await waitFor(() => ended.length > 0, { what: "the failed attempt to settle" });
+    expect(ended).toMatchObject([{ taskId: id, attempt: 1, status: "RETRYING" }]);
+    // No second way to run the task: nothing in the delayed set, the entry still pending for its new holder.
+    expect(await h.redis.zcard(h.keys.delayed("handed", "normal"))).toBe(0);
+    const pending = (await h.redis.xpending(lane, CONSUMER_GROUP, "-", "+", 10)) as [string, string][];
+    expect(pending.map(([entry, consumer]) => [entry, consumer])).toEqual([[entryId, "rival"]]);
+    await w.stop();
   });
 });

@@ -1,5 +1,6 @@
+import { scripts as brokerScripts } from "@flotilla/broker/testing";
 import { scripts } from "@flotilla/store/testing";
-import { redisUrl, scripted, startFaultProxy } from "@flotilla/testing";
+import { redisUrl, scripted, startFaultProxy, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
 
@@ -28,6 +29,26 @@ describe("a reply lost to a dropped connection", () => {
       const running = (await h.events(id)).filter((e) => e.type === "status" && e.status === "running");
       expect(running).toHaveLength(1);
       await w.stop({ drainTimeoutMs: 1000 });
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("writes one dead letter when the reply of a dead-lettering was lost: the resent call no longer holds the entry", async () => {
+    const target = new URL(redisUrl());
+    const proxy = await startFaultProxy({ host: target.hostname, port: Number(target.port || 6379) });
+    try {
+      const w = await h.worker({ redis: proxy.url, queues: ["orphan"], leaseMs: 60_000 });
+      // Redis moves the entry to the dead letters and answers 1; the answer is lost, ioredis resends.
+      proxy.dropReplyAfter([brokerScripts.deadLetter.sha, brokerScripts.deadLetter.lua.slice(0, 80)], ":1\r\n");
+      // An entry whose task record does not exist: the worker dead-letters it.
+      const entryId = await h.broker.enqueue("orphan", "never-written");
+      await waitFor(() => proxy.drops === 1, { what: "the dead-lettering's reply to be dropped" });
+      await w.stop({ drainTimeoutMs: 5_000 }); // waits for the resent call
+      // The resend found the entry no longer this worker's: one letter, not two.
+      const letters = await h.broker.listDeadLetters("orphan");
+      expect(letters.map((l) => l.entryId)).toEqual([entryId]);
+      expect(letters[0]!.reason).toMatch(/record not found/);
     } finally {
       await proxy.close();
     }

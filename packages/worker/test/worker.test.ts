@@ -4,7 +4,7 @@ import { scripted, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { TaskEndEvent } from "../src/index.ts";
+import type { ExecutionContext, TaskEndEvent } from "../src/index.ts";
 
 describe("Worker", () => {
   const h = useFlotilla("worker");
@@ -56,6 +56,30 @@ describe("Worker", () => {
     const events = await h.events(id);
     expect(events.at(-2)).toMatchObject({ type: "error", code: "TIMEOUT" });
     expect(events.at(-1)).toMatchObject({ type: "status", status: "failed", error: { code: "TIMEOUT" } });
+  });
+
+  it("takes no event from an executor that ignores its signal once its task has timed out: the terminal event stays last", async () => {
+    let emitted!: () => void;
+    const lateEmit = new Promise<void>((r) => {
+      emitted = r;
+    });
+    const executor = {
+      async execute(ctx: ExecutionContext) {
+        await new Promise((r) => setTimeout(r, 400)); // deaf to ctx.signal: still running when its task has FAILED
+        ctx.emit({ type: "text", delta: "after the end" });
+        emitted();
+        return "ignored";
+      },
+    };
+    await h.worker({ queues: ["deaf"], executor });
+    const id = await h.submit(scripted("deaf"), "x", { queue: "deaf", timeoutMs: 100 });
+    expect(await h.until(id)).toMatchObject({ status: "FAILED", attempt: 1, error: { code: "TIMEOUT" } });
+    await lateEmit;
+    // The publisher writes a batch on the next tick; a late write, if it were accepted, lands within ms.
+    await new Promise((r) => setTimeout(r, 500));
+    const events = await h.events(id);
+    expect(events.some((e) => e.type === "text")).toBe(false);
+    expect(events.at(-1)).toMatchObject({ type: "status", status: "failed", attempt: 1 });
   });
 
   it("records an agent's failure as FAILED with its error, and keeps serving", async () => {

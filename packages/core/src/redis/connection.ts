@@ -4,10 +4,22 @@ import { DEFAULTS } from "../defaults.ts";
 import { ConnectionError, FlotillaError } from "../errors.ts";
 
 /**
- * How to reach Redis: a URL, ioredis options, or an existing ioredis instance (never closed by us).
- * Unset: `REDIS_URL` from the environment, else redis://127.0.0.1:6379.
+ * An ioredis client from any copy of ioredis 5 or 6, told apart from options by what it has, not by
+ * `instanceof Redis` (see `isRedisClient`). Typed loosely so an application's own ioredis 5 client
+ * is accepted as it is.
  */
-export type RedisConnection = string | RedisOptions | Redis;
+export interface RedisClientLike {
+  readonly status: string;
+  duplicate(...args: never[]): unknown;
+  defineCommand(...args: never[]): unknown;
+  sendCommand(...args: never[]): unknown;
+}
+
+/**
+ * How to reach Redis: a URL, ioredis options, or an existing ioredis client (never closed by us),
+ * from ioredis 5 or 6. Unset: `REDIS_URL` from the environment, else redis://127.0.0.1:6379.
+ */
+export type RedisConnection = string | RedisOptions | Redis | RedisClientLike;
 
 export type ConnectionRole = "command" | "blocking" | "subscriber";
 
@@ -45,14 +57,27 @@ export function openRedis(conn: RedisConnection | undefined, role: ConnectionRol
     enableReadyCheck: true,
     connectionName: `flotilla:${role}`,
   };
-  if (conn instanceof Redis) {
-    if (role === "command") return { redis: conn, owned: false };
-    return { redis: conn.duplicate({ ...tuned }), owned: true };
+  if (isRedisClient(conn)) {
+    // A client of another ioredis copy answers the calls we make the same way (RESP2 shapes under ioredis 6's default mapping).
+    const client = conn as Redis;
+    if (role === "command") return { redis: client, owned: false };
+    return { redis: client.duplicate({ ...tuned }), owned: true };
   }
   if (conn === undefined || typeof conn === "string") {
     return { redis: new Redis(conn ?? (process.env.REDIS_URL || DEFAULTS.redisUrl), tuned), owned: true };
   }
   return { redis: new Redis({ ...tuned, ...conn }), owned: true };
+}
+
+/**
+ * True for an ioredis client, false for options. By shape: a client from another copy of ioredis (an
+ * application on ioredis 5, or its own install of 6) is no `instanceof` ours, and spread as options
+ * it would silently become a new default connection.
+ */
+export function isRedisClient(conn: unknown): conn is RedisClientLike {
+  if (typeof conn !== "object" || conn === null) return false;
+  const c = conn as Record<string, unknown>;
+  return typeof c.status === "string" && typeof c.duplicate === "function" && typeof c.defineCommand === "function" && typeof c.sendCommand === "function";
 }
 
 export async function closeRedis(conn: OwnedRedis | undefined): Promise<void> {

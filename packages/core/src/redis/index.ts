@@ -8,6 +8,7 @@ export {
   isConnectionFailure,
   type OwnedRedis,
   openRedis,
+  type RedisClientLike,
   type RedisConnection,
   translateRedisError,
   whenReady,
