@@ -31,11 +31,15 @@ export function strykerOptions(target, { withProjects = [], mutate, force = fals
   return {
     testRunner: "vitest",
     // pnpm keeps the runner out of core's node_modules, where Stryker would look for plugins.
-    plugins: [import.meta.resolve("@stryker-mutator/vitest-runner")],
+    plugins: [import.meta.resolve("@stryker-mutator/vitest-runner"), import.meta.resolve("./ignore-log-messages.mjs")],
+    ignorers: ["log-messages"],
     vitest: { configFile: `${HERE}/vitest.config.ts` },
     mutate: mutate ? [mutate] : mutateGlobs(target),
     coverageAnalysis: spawned ? "off" : "perTest",
     inPlace: true,
+    // No type checker runs (vitest strips types), so no file needs Stryker's @ts-nocheck: left on, it
+    // would rewrite, back up and restore every TypeScript file of the worktree, edits made meanwhile lost.
+    disableTypeChecks: false,
     concurrency,
     incremental: defaultScope,
     incrementalFile: `${HERE}/incremental/${target}.json`,
