@@ -31,8 +31,8 @@ export function strykerOptions(target, { withProjects = [], mutate, force = fals
   return {
     testRunner: "vitest",
     // pnpm keeps the runner out of core's node_modules, where Stryker would look for plugins.
-    plugins: [import.meta.resolve("@stryker-mutator/vitest-runner"), import.meta.resolve("./ignore-log-messages.mjs")],
-    ignorers: ["log-messages"],
+    plugins: [import.meta.resolve("@stryker-mutator/vitest-runner"), import.meta.resolve("./ignore-prose.mjs")],
+    ignorers: ["prose"],
     vitest: { configFile: `${HERE}/vitest.config.ts` },
     mutate: mutate ? [mutate] : mutateGlobs(target),
     coverageAnalysis: spawned ? "off" : "perTest",
