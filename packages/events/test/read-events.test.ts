@@ -68,6 +68,13 @@ describe("readEvents", () => {
     expect(await readEvents(redis, keys, taskId)).toMatchObject({ exists: true, terminal });
   });
 
+  it("fails at once on an error that is not a lost connection", async () => {
+    await redis.set(keys.task("q/string"), "not a hash");
+    const started = Date.now();
+    await expect(readEvents(redis, keys, "q/string")).rejects.toThrow(/WRONGTYPE/);
+    expect(Date.now() - started).toBeLessThan(10_000); // not retried for 30 s
+  });
+
   it("says when a task does not exist", async () => {
     expect(await readEvents(redis, keys, "q/none")).toEqual({ events: [], exists: false, terminal: false });
   });

@@ -72,6 +72,27 @@ describe("streamEvents, live", () => {
     expect(await next(stream, 2)).toEqual([12]);
   });
 
+  it("moves past a trimmed gap only as far as the events still stored", async () => {
+    const taskId = await runningTask();
+    const stream = streamEvents(source, taskId);
+    expect(await next(stream, 1)).toEqual([1]);
+    await stored(taskId, [3]); // 2 was trimmed away; 3 is still there
+    await announced(taskId, [4]);
+    expect(await next(stream, 2)).toEqual([3, 4]);
+    await finished(taskId, 5);
+    expect(await next(stream, 2)).toEqual([5]);
+  });
+
+  it("carries on after a catch-up that found nothing new", async () => {
+    const taskId = await runningTask();
+    const stream = streamEvents(source, taskId);
+    expect(await next(stream, 1)).toEqual([1]);
+    await redis.publish(keys.statusChannel("q"), "garbled");
+    await announced(taskId, [2]);
+    await finished(taskId, 3);
+    expect(await next(stream, 3)).toEqual([2, 3]);
+  });
+
   it("catches up from the stream when a status message cannot be read", async () => {
     const taskId = await runningTask();
     const stream = streamEvents(source, taskId);
