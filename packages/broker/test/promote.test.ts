@@ -53,6 +53,29 @@ describe("Broker", () => {
     expect(await broker.getDeadLetter("gd", "1-1")).toBeUndefined();
   });
 
+  it("takes a group another broker created for an existing one", async () => {
+    await new TestBroker(redis, keys).ensureGroup("shared");
+    await expect(new TestBroker(redis, keys).ensureGroup("shared")).resolves.toBeUndefined();
+  });
+
+  it("keeps an entry's lane on its dead letter", async () => {
+    await broker.ensureGroup("hl");
+    await broker.enqueue("hl", "t", "high");
+    const [entry] = await broker.claim(blocking, "c", ["hl"], 1, 100);
+    await broker.deadLetter({ queue: "hl", priority: "high" }, entry!.entryId, "c", { reason: "r", fields: entry!.fields, extra: { attempts: 2 } });
+    expect(await broker.listDeadLetters("hl")).toMatchObject([{ priority: "high" }]);
+  });
+
+  it("fails promote and deadLetter on what Redis refuses, instead of reporting nothing done", async () => {
+    await redis.set(keys.delayed("bad", "normal"), "x");
+    await expect(broker.promote("bad")).rejects.toThrow(/WRONGTYPE/);
+    await redis.set(keys.deadLetters("bad2"), "x");
+    await broker.ensureGroup("bad2");
+    await broker.enqueue("bad2", "t");
+    const [entry] = await broker.claim(blocking, "c", ["bad2"], 1, 100);
+    await expect(broker.deadLetter({ queue: "bad2", priority: "normal" }, entry!.entryId, "c", { reason: "r", fields: null })).rejects.toThrow(/WRONGTYPE/);
+  });
+
   it("refuses a lane key that is not a stream, instead of taking it for an existing group", async () => {
     await redis.set(keys.lane("wrong", "high"), "x");
     await expect(new TestBroker(redis, keys).ensureGroup("wrong")).rejects.toThrow(/WRONGTYPE/);
