@@ -165,9 +165,11 @@ describe("modelTurn", () => {
   });
 
   it("makes any other failure a MODEL_ERROR, and lets our own errors through as they are", async () => {
-    await expect(run({ model: model({ throws: new Error("socket hang up") }).model })).rejects.toMatchObject({
+    const hangUp = new Error("socket hang up");
+    await expect(run({ model: model({ throws: hangUp }).model })).rejects.toMatchObject({
       code: "MODEL_ERROR",
-      message: expect.stringContaining("socket hang up"),
+      message: "model call failed: socket hang up",
+      cause: hangUp,
     });
     await expect(run({ model: model({ throws: "just a string" }).model })).rejects.toMatchObject({
       code: "MODEL_ERROR",
@@ -181,21 +183,23 @@ describe("modelTurn", () => {
     expect(err.message).not.toContain("HTTP");
   });
 
-  it("ends with the signal's reason when aborted, mid-stream or before a retry", async () => {
-    const controller = new AbortController();
+  it("ends with the signal's reason when aborted, mid-stream, at the stream's end or before a retry", async () => {
     const reason = new Error("stop now");
-    const parts = new ReadableStream<LanguageModelV4StreamPart>({
-      start(c) {
-        c.enqueue({ type: "text-delta", id: "t", delta: "a" });
-      },
-      pull(c) {
-        controller.abort(reason);
-        c.enqueue({ type: "text-delta", id: "t", delta: "b" });
-        c.close();
-      },
-    });
-    const m = { ...model().model, doStream: async () => ({ stream: parts }) } as unknown as LanguageModel;
-    await expect(run({ model: m, signal: controller.signal })).rejects.toBe(reason);
+    // The stream sends "a", then `rest`, and ends; the caller aborts on seeing "a".
+    for (const rest of [[{ type: "text-delta", id: "t", delta: "b" }], []] as LanguageModelV4StreamPart[][]) {
+      const controller = new AbortController();
+      const parts = [{ type: "text-delta", id: "t", delta: "a" }, ...rest] as LanguageModelV4StreamPart[];
+      const events: AgentEvent[] = [];
+      const turn = modelTurn({ agent: spec(), messages: [{ role: "user", content: "hi" }], tools: [], signal: controller.signal, model: model(parts).model });
+      const ended = (async () => {
+        for (let next = await turn.next(); !next.done; next = await turn.next()) {
+          events.push(next.value);
+          controller.abort(reason);
+        }
+      })();
+      await expect(ended).rejects.toBe(reason);
+      expect(events).toEqual([{ type: "text", delta: "a" }]); // nothing after the abort
+    }
     const early = new AbortController();
     const retrying = model({ throws: apiError(503, true) });
     const failed = run({ model: retrying.model, signal: early.signal });
