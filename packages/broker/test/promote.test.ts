@@ -50,7 +50,8 @@ describe("Broker", () => {
     expect(await broker.getDeadLetter("gd", second!.id)).toMatchObject({ reason: "second", entryId: b!.entryId, taskId: undefined });
     expect(await broker.getDeadLetter("gd", first!.id)).toMatchObject({ reason: "first", taskId: "gd/t1", priority: "normal" });
     expect(await broker.listDeadLetters("gd", { after: first!.id })).toMatchObject([{ reason: "second" }]);
-    expect(await broker.getDeadLetter("gd", "1-1")).toBeUndefined();
+    expect(await broker.getDeadLetter("gd", "1-1")).toBeUndefined(); // before the first
+    expect(await broker.getDeadLetter("gd", `${Date.now() + 60_000}-0`)).toBeUndefined(); // after the last
   });
 
   it("takes a group another broker created for an existing one", async () => {

@@ -73,11 +73,14 @@ describe("StatusFeed", () => {
     const kept = recorder();
     const unwatch = await feed.watch(a, gone.listener);
     await feed.watch(a, kept.listener);
+    const both = recorder();
+    await feed.watch(a, both.listener); // a third, added while two are there
     unwatch();
     unwatch(); // twice: harmless
     await store.start(a, "w");
     await waitFor(async () => kept.heard.length === 1, { what: "the running event" });
     expect(gone.heard).toEqual([]);
+    expect(both.heard).toEqual(kept.heard);
     expect(await subscribers("sf3")).toBe(1);
     await feed.close();
   });
