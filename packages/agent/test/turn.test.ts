@@ -1,4 +1,4 @@
-import { APICallError, type LanguageModelV4CallOptions, type LanguageModelV4StreamPart } from "@ai-sdk/provider";
+import { APICallError, type LanguageModelV4CallOptions, type LanguageModelV4FunctionTool, type LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { type AgentSpec, FlotillaError, type JsonValue, ValidationError } from "@flotilla/core";
 import type { AgentEvent } from "@flotilla/events";
 import { describe, expect, it } from "vitest";
@@ -102,7 +102,7 @@ describe("modelTurn", () => {
 
   it("passes numeric options as settings, object options as provider options, and tools and an output schema when there are", async () => {
     const { model: m, calls } = model([finish(1, 1)]);
-    const tools = [{ type: "function" as const, name: "look", inputSchema: { type: "object" } }];
+    const tools: LanguageModelV4FunctionTool[] = [{ type: "function", name: "look", inputSchema: { type: "object" } }];
     const agent = spec({ temperature: 0.2, seed: 7, topK: "high", maxSteps: 3, openai: { user: "u" } }, { outputSchema: { type: "object" } });
     await run({ model: m, agent, tools });
     expect(calls[0]!.options).toMatchObject({

@@ -44,7 +44,7 @@ describe("Broker", () => {
     const id = await blocking.client("ID");
     const claiming = broker.claim(blocking, "c1", ["x", "y"], 10, 5000);
     // Enqueue only once the claim is blocked (its lanes were empty), or it would find the entry without blocking.
-    const blocked = async () => (await redis.client("LIST", "ID", id)).includes("flags=b");
+    const blocked = async () => String(await redis.client("LIST", "ID", String(id))).includes("flags=b");
     await waitFor(blocked, { what: "the claim to block" });
     await broker.enqueue("y", "ty");
     const entries = await claiming;
