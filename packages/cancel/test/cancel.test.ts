@@ -35,6 +35,12 @@ describe("cancel", () => {
     expect(await statusLog(id)).toMatchObject([{ seq: 1, type: "status", status: "cancelled" }]);
   });
 
+  it("records a default reason when none is given", async () => {
+    const id = await task();
+    expect((await requestCancel(redis, keys, DEFAULT_RETENTION, id)).outcome).toBe("cancelled");
+    expect(await store.get(id)).toMatchObject({ status: "CANCELLED", cancelReason: "cancelled by request" });
+  });
+
   it("tells the worker running the task, through one shared subscription", async () => {
     const listener = new CancelListener(redis, hub, keys);
     await listener.start();
