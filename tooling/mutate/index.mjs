@@ -1,7 +1,9 @@
 // @ts-check
 // `pnpm mutate <what> [args]`: mutation testing, one command per kind of code.
 //   pnpm mutate lua [id …]   deliberate breakages of the Lua scripts (lua.mjs), which Stryker cannot mutate
-//   pnpm mutate <package>    Stryker on a TypeScript package: not set up yet (see strykerCommand below)
+//   pnpm mutate <target|all> Stryker on a package's TypeScript (stryker.mjs; targets in targets.mjs)
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { BreakageError } from "./breakages.mjs";
 
 /** @type {Record<string, { about: string, run: (args: string[]) => Promise<number> }>} */
@@ -13,13 +15,13 @@ const COMMANDS = {
 };
 
 /**
- * Extension point: `pnpm mutate <package>` (a workspace package, e.g. `core` or `@flotilla/store`) is
- * meant to run Stryker on that package's TypeScript. Whoever adds Stryker returns a command here
- * (e.g. run `stryker run` with the package's config); undefined means "not set up".
- * @param {string} _target @returns {((args: string[]) => Promise<number>) | undefined}
+ * `pnpm mutate <target|all> [options]`: Stryker on a TypeScript target (stryker.mjs, which knows the
+ * targets and says so for an unknown one).
+ * @param {string} target @returns {(args: string[]) => Promise<number>}
  */
-function strykerCommand(_target) {
-  return undefined;
+function strykerCommand(target) {
+  const stryker = fileURLToPath(new URL("./stryker.mjs", import.meta.url));
+  return async (args) => spawnSync(process.execPath, [stryker, target, ...args], { stdio: "inherit" }).status ?? 1;
 }
 
 const usage = () =>
@@ -27,7 +29,7 @@ const usage = () =>
     "pnpm mutate <what> [args]",
     "",
     ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)} ${c.about}`),
-    `  ${"<package>".padEnd(10)} Stryker mutation testing of a TypeScript package (not set up yet)`,
+    `  ${"<target>".padEnd(10)} Stryker mutation testing of a package's TypeScript (\`pnpm mutate all\`, \`pnpm mutate cancel --help\`)`,
     "",
     "`pnpm mutate lua --help` for the Lua breakages' options.",
   ].join("\n");
@@ -40,14 +42,7 @@ async function main() {
   }
   const command = COMMANDS[what];
   if (command) return command.run(args);
-  const stryker = strykerCommand(what);
-  if (stryker) return stryker(args);
-  process.stderr.write(
-    `pnpm mutate ${what}: Stryker mutation testing of TypeScript packages is not set up yet; it will run as \`pnpm mutate <package>\` ` +
-      "(tooling/mutate/index.mjs, strykerCommand). The Lua scripts, which Stryker cannot mutate: `pnpm mutate lua`.\n\n" +
-      `${usage()}\n`,
-  );
-  return 2;
+  return strykerCommand(what)(args);
 }
 
 main().then(

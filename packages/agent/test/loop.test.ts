@@ -211,4 +211,50 @@ describe("runLoop (the tool loop with fake effects)", () => {
     }
     expect(events.map((e) => e.type)).toEqual(["text", "tool_result", "text"]);
   });
+  it("carries on after a refused handoff even when the turn's other tools worked", async () => {
+    const { effects, log } = fakeEffects({ a: [turn("", ["look", {}], handoffTo("ghost")), turn("still a")] });
+    const result = await settle(runLoop(swarm([agent("a"), agent("b")]), input, effects));
+    expect(log.filter((l) => l.startsWith("turn") || l.startsWith("handoff"))).toEqual(["turn a #0", "turn a #1"]);
+    expect(result).toMatchObject({ text: "still a", agent: { name: "a" } });
+  });
+
+  it("runs any tool the effects know when ownToolsOnly is off", async () => {
+    const { effects, log } = fakeEffects({ a: [turn("", ["rm_rf", {}]), turn("done")] });
+    await settle(runLoop(agent("a"), input, effects, { ownToolsOnly: false }));
+    expect(log).toContain("call rm_rf #0");
+  });
+
+  it("names the answering agent in a swarm's messages only, and needs no answered effect", async () => {
+    const answers: Message[] = [];
+    const { effects } = fakeEffects({ a: [turn("from a")], b: [turn("from b")] });
+    const { answered: _, ...quiet } = effects;
+    await settle(runLoop(agent("a"), input, { ...quiet, answered: async (m) => void answers.push(m) }));
+    await settle(runLoop(swarm([agent("a"), agent("b")]), input, { ...quiet, answered: async (m) => void answers.push(m) }));
+    expect(answers).toEqual([
+      { role: "assistant", content: "from a" },
+      { role: "assistant", content: "from a", agent: "a" },
+    ]);
+    expect(await settle(runLoop(agent("a"), input, quiet))).toMatchObject({ text: "from a", steps: 1 });
+  });
+
+  it("answers nothing when given no steps", async () => {
+    const { effects, log } = fakeEffects({ a: [turn("never")] });
+    expect(await settle(runLoop(agent("a"), input, effects, { maxSteps: 0 }))).toMatchObject({ text: "", steps: 0 });
+    expect(log).toEqual(["enter a []"]);
+  });
+
+  it("settles a loop whose effects stream events to its result", async () => {
+    const { effects } = fakeEffects({});
+    const streaming: LoopEffects = {
+      ...effects,
+      enter: () => ({
+        async *modelTurn() {
+          yield { type: "text", delta: "t" };
+          return turn("end");
+        },
+        toolCall: async () => ({ result: 1, isError: false }),
+      }),
+    };
+    expect(await settle(runLoop(agent("a"), input, streaming))).toMatchObject({ text: "end", steps: 1 });
+  });
 });

@@ -1,5 +1,5 @@
 import { CONSUMER_GROUP, createKeys } from "@flotilla/core";
-import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
+import { purgePrefix, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseEntry } from "../src/entry.ts";
 import { TestBroker } from "../src/testing.ts";
@@ -41,7 +41,11 @@ describe("Broker", () => {
   it("claims across several queues in one blocking call", async () => {
     await broker.ensureGroup("x");
     await broker.ensureGroup("y");
-    const claiming = broker.claim(blocking, "c1", ["x", "y"], 10, 2000);
+    const id = await blocking.client("ID");
+    const claiming = broker.claim(blocking, "c1", ["x", "y"], 10, 5000);
+    // Enqueue only once the claim is blocked (its lanes were empty), or it would find the entry without blocking.
+    const blocked = async () => String(await redis.client("LIST", "ID", String(id))).includes("flags=b");
+    await waitFor(blocked, { what: "the claim to block" });
     await broker.enqueue("y", "ty");
     const entries = await claiming;
     expect(entries).toMatchObject([{ queue: "y" }]);

@@ -33,6 +33,16 @@ describe("cancel", () => {
     expect(await store.get(id)).toMatchObject({ status: "CANCELLED", cancelReason: "not needed", error: { code: "CANCELLED" } });
     expect(await store.start(id, "w")).toMatchObject({ kind: "skip", reason: "terminal" });
     expect(await statusLog(id)).toMatchObject([{ seq: 1, type: "status", status: "cancelled" }]);
+    // Finished, so kept for the record's retention only (a waiting record has no TTL).
+    const ttl = await redis.pttl(keys.task(id));
+    expect(ttl).toBeGreaterThan(DEFAULT_RETENTION.recordTtlMs - 60_000);
+    expect(ttl).toBeLessThanOrEqual(DEFAULT_RETENTION.recordTtlMs);
+  });
+
+  it("records a default reason when none is given", async () => {
+    const id = await task();
+    expect((await requestCancel(redis, keys, DEFAULT_RETENTION, id)).outcome).toBe("cancelled");
+    expect(await store.get(id)).toMatchObject({ status: "CANCELLED", cancelReason: "cancelled by request" });
   });
 
   it("tells the worker running the task, through one shared subscription", async () => {

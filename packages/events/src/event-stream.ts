@@ -223,8 +223,8 @@ export async function* streamEvents(
         if (event.seq > last + 1) {
           // A gap: fetch what is missing, then carry on with the rest.
           const filled = (await catchUp()).events;
-          // Trimmed from the stream too: nothing can fill it, so move past it.
-          if (!filled.some((e) => e.seq === last + 1)) last = event.seq - 1;
+          // Trimmed from the stream too: nothing can fill it, so move past it, to the first event still stored.
+          if (!filled.some((e) => e.seq === last + 1)) last = Math.min(filled[0]?.seq ?? event.seq, event.seq) - 1;
           live = [...filled, ...pending.slice(i), ...live];
           break;
         }

@@ -64,7 +64,9 @@ export class EventPublisher {
       this.scheduled = true;
       setImmediate(() => {
         this.scheduled = false;
-        void this.flush();
+        // A failed send is kept and thrown by the next flush() the owner awaits; this one has no
+        // owner, and a rejection left unhandled here would end the process.
+        this.flush().catch(() => {});
       });
     }
   }

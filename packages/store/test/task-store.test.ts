@@ -343,6 +343,29 @@ describe("TaskStore settles an entry only while it holds it", () => {
   });
 });
 
+describe("TaskStore re-queues only failed tasks", () => {
+  it("refuses a dead letter whose task has since completed: the letter stays, nothing is enqueued, the record is untouched", async () => {
+    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("b7", p), "flotilla", "0", "MKSTREAM");
+    const t = task({ queue: "b7", taskId: `b7/t${++n}` });
+    await store.createMany("b7", [t]);
+    const [run] = await store.claim("b7", "w1", 1);
+    if (run?.kind !== "run") throw new Error("not started");
+    await store.settle("b7", "w1", [
+      { taskId: t.taskId, priority: run.priority, entryId: run.entryId, attempt: 1, agent: "a", status: "COMPLETED", result: 1 },
+    ]);
+    // A second letter of the same task (a duplicate entry once dead-lettered), found after the task completed.
+    const letterId = (await redis.xadd(keys.deadLetters("b7"), "*", "reason", "duplicate entry", "taskId", t.taskId)) as string;
+    const record = await redis.hgetall(keys.task(t.taskId));
+    expect(await store.requeueDeadLetter({ queue: "b7", priority: "normal", id: letterId, taskId: t.taskId })).toEqual({
+      outcome: "refused",
+      status: "COMPLETED",
+    });
+    expect(await redis.xlen(keys.deadLetters("b7"))).toBe(1);
+    expect(await redis.xlen(keys.lane("b7", "normal"))).toBe(0);
+    expect(await redis.hgetall(keys.task(t.taskId))).toEqual(record);
+  });
+});
+
 describe("the task record", () => {
   it("reads a record back with types, and reports a corrupt one", () => {
     const record = parseTaskRecord(

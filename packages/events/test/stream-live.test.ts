@@ -1,0 +1,151 @@
+import { createKeys, DEFAULT_RETENTION, TaskNotFoundError } from "@flotilla/core";
+import { openRedis, SubscriberHub } from "@flotilla/core/redis";
+import { TestTaskStore } from "@flotilla/store/testing";
+import { purgePrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { afterAll, describe, expect, it } from "vitest";
+import { type EventSource, streamEvents } from "../src/event-stream.ts";
+import type { FlotillaEvent } from "../src/schema.ts";
+import { StatusFeed } from "../src/status-feed.ts";
+
+// The live half of streamEvents, driven message by message: events are written to the stream or
+// announced on the channels directly, so a test decides what is missed, late or garbled.
+const redis = testRedis();
+const prefix = testPrefix("stream-live");
+const keys = createKeys(prefix);
+const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
+const hub = new SubscriberHub(openRedis(redisUrl(), "subscriber"));
+const source: EventSource = { redis, hub, keys, statusFeed: new StatusFeed(hub, keys, { lingerMs: 0 }) };
+afterAll(async () => {
+  await source.statusFeed.close();
+  await hub.close();
+  await purgePrefix(redis, prefix);
+  await redis.quit();
+});
+
+let n = 0;
+/** A RUNNING task: its `running` status event is seq 1. */
+async function runningTask() {
+  const taskId = `q/s${++n}`;
+  await store.create({ taskId, queue: "q", agent: "a", payload: "{}", createdAt: Date.now(), detailed: true, maxRetries: 0, metadata: {} });
+  await store.start(taskId, "w");
+  return taskId;
+}
+
+const text = (taskId: string, seq: number) => ({ taskId, seq, attempt: 1, ts: 1, agent: "a", type: "text", delta: `d${seq}` });
+const completed = (taskId: string, seq: number) => ({ taskId, seq, attempt: 1, ts: 1, agent: "a", type: "status", status: "completed" });
+/** Stored but never announced: a message the reader missed. */
+const stored = (taskId: string, seqs: number[]) => redis.xadd(keys.events(taskId), `0-${seqs.at(-1)}`, "e", JSON.stringify(seqs.map((s) => text(taskId, s))));
+/** Announced on the task's channel only. */
+const announced = (taskId: string, seqs: number[]) => redis.publish(keys.eventsChannel(taskId), JSON.stringify(seqs.map((s) => text(taskId, s))));
+const finished = (taskId: string, seq: number) => redis.publish(keys.statusChannel("q"), JSON.stringify([completed(taskId, seq)]));
+
+async function next(stream: AsyncIterator<FlotillaEvent>, count: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const r = await stream.next();
+    if (r.done) break;
+    out.push(r.value.seq);
+  }
+  return out;
+}
+
+describe("streamEvents, live", () => {
+  it("fills a gap in the live events from the stream", async () => {
+    const taskId = await runningTask();
+    const stream = streamEvents(source, taskId);
+    expect(await next(stream, 1)).toEqual([1]);
+    await stored(taskId, [2, 3]);
+    await announced(taskId, [4]);
+    expect(await next(stream, 3)).toEqual([2, 3, 4]);
+    await finished(taskId, 5);
+    expect(await next(stream, 2)).toEqual([5]);
+  });
+
+  it("moves past a gap nothing can fill (trimmed from the stream)", async () => {
+    const taskId = await runningTask();
+    const stream = streamEvents(source, taskId);
+    expect(await next(stream, 1)).toEqual([1]);
+    await announced(taskId, [10]);
+    await announced(taskId, [11]);
+    expect(await next(stream, 2)).toEqual([10, 11]);
+    await finished(taskId, 12);
+    expect(await next(stream, 2)).toEqual([12]);
+  });
+
+  it("moves past a trimmed gap only as far as the events still stored", async () => {
+    const taskId = await runningTask();
+    const stream = streamEvents(source, taskId);
+    expect(await next(stream, 1)).toEqual([1]);
+    await stored(taskId, [3]); // 2 was trimmed away; 3 is still there
+    await announced(taskId, [4]);
+    expect(await next(stream, 2)).toEqual([3, 4]);
+    await finished(taskId, 5);
+    expect(await next(stream, 2)).toEqual([5]);
+  });
+
+  it("carries on after a catch-up that found nothing new", async () => {
+    const taskId = await runningTask();
+    const stream = streamEvents(source, taskId);
+    expect(await next(stream, 1)).toEqual([1]);
+    await redis.publish(keys.statusChannel("q"), "garbled");
+    await announced(taskId, [2]);
+    await finished(taskId, 3);
+    expect(await next(stream, 3)).toEqual([2, 3]);
+  });
+
+  it("catches up from the stream when a status message cannot be read", async () => {
+    const taskId = await runningTask();
+    const stream = streamEvents(source, taskId);
+    expect(await next(stream, 1)).toEqual([1]);
+    await stored(taskId, [2]);
+    await redis.publish(keys.statusChannel("q"), "garbled");
+    expect(await next(stream, 1)).toEqual([2]);
+    await finished(taskId, 3);
+    expect(await next(stream, 2)).toEqual([3]);
+  });
+
+  it("catches up from the stream after its connection came back", async () => {
+    const taskId = await runningTask();
+    const stream = streamEvents(source, taskId);
+    expect(await next(stream, 1)).toEqual([1]);
+    await stored(taskId, [2]);
+    hub.redis.disconnect(true);
+    expect(await next(stream, 1)).toEqual([2]);
+    await finished(taskId, 3);
+    expect(await next(stream, 2)).toEqual([3]);
+  });
+
+  it("throws what it cannot read on the task's channel", async () => {
+    const taskId = await runningTask();
+    const stream = streamEvents(source, taskId);
+    expect(await next(stream, 1)).toEqual([1]);
+    await redis.publish(keys.eventsChannel(taskId), "garbled");
+    await expect(stream.next()).rejects.toThrow(SyntaxError);
+  });
+
+  it("ends when the task's record is gone at a catch-up", async () => {
+    const taskId = await runningTask();
+    const stream = streamEvents(source, taskId);
+    expect(await next(stream, 1)).toEqual([1]);
+    await redis.del(keys.task(taskId));
+    await redis.publish(keys.statusChannel("q"), "garbled");
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
+  });
+
+  it("ends at once on a finished task whose status events are gone, and fails on a missing one", async () => {
+    await store.writeRaw("q/bare", { status: "COMPLETED" });
+    expect(await next(streamEvents(source, "q/bare"), 5)).toEqual([]);
+    await expect(streamEvents(source, "q/never").next()).rejects.toThrow(TaskNotFoundError);
+  });
+
+  it("leaves the task's channel and its status watch when it ends", async () => {
+    const taskId = await runningTask();
+    const stream = streamEvents(source, taskId);
+    expect(await next(stream, 1)).toEqual([1]);
+    expect((await redis.pubsub("NUMSUB", keys.eventsChannel(taskId)))[1]).toBe(1);
+    await finished(taskId, 2);
+    expect(await next(stream, 2)).toEqual([2]);
+    expect((await redis.pubsub("NUMSUB", keys.eventsChannel(taskId)))[1]).toBe(0);
+    await waitFor(async () => (await redis.pubsub("NUMSUB", keys.statusChannel("q")))[1] === 0, { what: "the status watch to end" });
+  });
+});

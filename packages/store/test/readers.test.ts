@@ -1,0 +1,88 @@
+import { createKeys, DEFAULT_RETENTION, STATS_BUCKET_MS } from "@flotilla/core";
+import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
+import { afterAll, describe, expect, it } from "vitest";
+import { listQueues, readAttempt, readCancelRequests } from "../src/readers.ts";
+import { readQueueStats } from "../src/stats.ts";
+import { TestTaskStore } from "../src/testing.ts";
+
+const redis = testRedis();
+const prefix = testPrefix("readers");
+const keys = createKeys(prefix);
+const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
+afterAll(async () => {
+  await purgePrefix(redis, prefix);
+  await redis.quit();
+});
+
+const create = (taskId: string, queue: string) =>
+  store.create({ taskId, queue, agent: "a", payload: "{}", createdAt: Date.now(), detailed: false, maxRetries: 1, metadata: {} });
+
+describe("readQueueStats", () => {
+  it("adds up the outcomes the scripts counted within the window", async () => {
+    for (const [id, status] of [
+      ["st/a", "COMPLETED"],
+      ["st/b", "COMPLETED"],
+      ["st/c", "FAILED"],
+      ["st/d", "RETRYING"],
+    ] as const) {
+      await create(id, "st");
+      await store.start(id, "w");
+      const failed = status !== "COMPLETED";
+      await store.finish(id, {
+        attempt: 1,
+        status,
+        agent: "a",
+        ...(failed && { error: { message: "x", code: "AGENT_ERROR" } }),
+        ...(status === "RETRYING" && { retryAt: 1 }),
+      });
+    }
+    await create("st/e", "st"); // waiting: counts nothing
+    expect(await readQueueStats(redis, keys, "st", 60_000)).toMatchObject({ completed: 2, failed: 1, retried: 1, cancelled: 0 });
+  });
+
+  it("takes the wait p95 from the bucket bounds in the field names, within the window only", async () => {
+    const now = 1_000 * STATS_BUCKET_MS; // a bucket boundary, far in the past: nothing else counts there
+    await redis.hset(keys.stats("p95", now), { wait_le_100: 18, wait_le_2000: 2 });
+    // Not wait buckets: a prefix before, a suffix after.
+    await redis.hset(keys.stats("p95", now), { xwait_le_5000: 1000, wait_le_3000x: 1000 });
+    await redis.hset(keys.stats("p95", now - 10 * STATS_BUCKET_MS), { wait_le_9000: 1000, completed: 7 }); // before the window
+    const stats = await readQueueStats(redis, keys, "p95", 5 * STATS_BUCKET_MS, now);
+    expect(stats).toEqual({ completed: 0, failed: 0, cancelled: 0, retried: 0, waitP95Ms: 2000 });
+    await redis.hset(keys.stats("inf", now), { wait_le_10: 1, wait_le_inf: 99 });
+    expect((await readQueueStats(redis, keys, "inf", STATS_BUCKET_MS, now)).waitP95Ms).toBe(Number.POSITIVE_INFINITY);
+    expect((await readQueueStats(redis, keys, "empty", STATS_BUCKET_MS, now)).waitP95Ms).toBeUndefined();
+  });
+});
+
+describe("readers", () => {
+  it("read the attempt of a task, 0 when it never started or does not exist", async () => {
+    await create("rd/a", "rd");
+    expect(await readAttempt(redis, keys, "rd/a")).toBe(0);
+    await store.start("rd/a", "w");
+    expect(await readAttempt(redis, keys, "rd/a")).toBe(1);
+    expect(await readAttempt(redis, keys, "rd/none")).toBe(0);
+  });
+
+  it("read the cancel requests of the tasks that have one", async () => {
+    await create("rd/c1", "rd");
+    await create("rd/c2", "rd");
+    await store.start("rd/c1", "w");
+    await redis.hset(keys.task("rd/c1"), { cancelRequestedAt: 5, cancelReason: "stop" });
+    await redis.hset(keys.task("rd/c2"), { cancelRequestedAt: 5 }); // no reason kept
+    expect(await readCancelRequests(redis, keys, ["rd/c1", "rd/c2", "rd/a", "rd/none"])).toEqual(
+      new Map([
+        ["rd/c1", "stop"],
+        ["rd/c2", "cancelled"],
+      ]),
+    );
+    expect(await readCancelRequests(redis, keys, [])).toEqual(new Map());
+  });
+
+  it("list every registered queue once, sorted", async () => {
+    await store.registerQueue("zq");
+    await store.registerQueue("aq");
+    await store.registerQueue("zq");
+    const queues = await listQueues(redis, keys);
+    expect(queues).toEqual(["aq", "zq"]);
+  });
+});
