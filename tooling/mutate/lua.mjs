@@ -5,7 +5,7 @@
 // with a private redis-server when one is on PATH. TESTING.md explains the verdicts.
 import { mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { applyBreakage, BreakageError, checkBreakages, loadBreakages, selectBreakages } from "./breakages.mjs";
 import { hasRedisServer, startPrivateRedis } from "./private-redis.mjs";
@@ -29,7 +29,7 @@ whole test suite against it in a temporary copy of the repository, and reports w
 
   --list              list the breakages and exit
   --check             only check that every breakage applies and changes a built script (seconds)
-  --table             only rewrite TESTING.md's table from the saved results
+  --table             only rewrite the results' markdown and TESTING.md's table from the saved results
   --no-baseline       skip the first run on the unbroken copy (which must pass)
   --keep              keep the temporary copies (their paths are printed)
   --timeout <min>     give up on one suite run after this long (default 30)
@@ -137,8 +137,11 @@ export async function main(argv) {
     return 0;
   }
   if (o.table) {
-    writeTable(loadResults(paths.json));
-    say("TESTING.md's table rewritten from the saved results");
+    // Results merged in by hand (runs made elsewhere, with --breakages) show up in both outputs.
+    const saved = loadResults(paths.json);
+    saveResults(paths, all, saved);
+    writeTable(saved);
+    say(`${basename(paths.md)} and TESTING.md's table rewritten from the saved results`);
     return 0;
   }
   const selected = selectBreakages(all, o.ids);
