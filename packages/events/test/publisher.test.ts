@@ -1,27 +1,11 @@
-import { createKeys, DEFAULT_RETENTION } from "@flotilla/core";
-import { TestTaskStore } from "@flotilla/store/testing";
-import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
+import { DEFAULT_RETENTION } from "@flotilla/core";
 import { Redis } from "ioredis";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readEvents } from "../src/event-stream.ts";
 import { EventPublisher, type PublisherOptions } from "../src/publisher.ts";
+import { runningTasks } from "./fixtures/running-tasks.ts";
 
-const redis = testRedis();
-const prefix = testPrefix("publisher");
-const keys = createKeys(prefix);
-const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
-afterAll(async () => {
-  await purgePrefix(redis, prefix);
-  await redis.quit();
-});
-
-let n = 0;
-async function runningTask(maxRetries = 0) {
-  const taskId = `q/p${++n}`;
-  await store.create({ taskId, queue: "q", agent: "a", payload: "{}", createdAt: Date.now(), detailed: true, maxRetries, metadata: {} });
-  await store.start(taskId, "w");
-  return taskId;
-}
+const { redis, keys, store, runningTask } = runningTasks("publisher");
 
 const publisher = (taskId: string, options: Partial<PublisherOptions> = {}) =>
   new EventPublisher(redis, keys, DEFAULT_RETENTION, { taskId, attempt: 1, agent: "a", detailed: true, ...options });

@@ -1,26 +1,10 @@
-import { CorruptRecordError, createKeys, DEFAULT_RETENTION } from "@flotilla/core";
-import { TestTaskStore } from "@flotilla/store/testing";
-import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
-import { afterAll, describe, expect, it } from "vitest";
+import { CorruptRecordError, DEFAULT_RETENTION } from "@flotilla/core";
+import { describe, expect, it } from "vitest";
 import { readEvents } from "../src/event-stream.ts";
 import { EventPublisher } from "../src/publisher.ts";
+import { runningTasks } from "./fixtures/running-tasks.ts";
 
-const redis = testRedis();
-const prefix = testPrefix("read-events");
-const keys = createKeys(prefix);
-const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
-afterAll(async () => {
-  await purgePrefix(redis, prefix);
-  await redis.quit();
-});
-
-let n = 0;
-async function runningTask() {
-  const taskId = `q/r${++n}`;
-  await store.create({ taskId, queue: "q", agent: "a", payload: "{}", createdAt: Date.now(), detailed: true, maxRetries: 0, metadata: {} });
-  await store.start(taskId, "w");
-  return taskId;
-}
+const { redis, keys, store, runningTask } = runningTasks("read-events");
 
 /** Publishes `batches` of text events (one stream entry each) for attempt 1. */
 async function publish(taskId: string, batches: string[][]) {
