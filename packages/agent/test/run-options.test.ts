@@ -1,21 +1,12 @@
 import type { JsonValue } from "@flotilla/core";
-import type { AgentEvent } from "@flotilla/events";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Agent } from "../src/agent.ts";
-import { type RunResult, run } from "../src/run.ts";
+import { run } from "../src/run.ts";
 import { scriptedModel } from "../src/scripted.ts";
 import { Swarm } from "../src/swarm.ts";
 import { defineTool, type ToolContext } from "../src/tool.ts";
-
-async function drain(gen: AsyncGenerator<AgentEvent, RunResult>) {
-  const events: AgentEvent[] = [];
-  for (;;) {
-    const next = await gen.next();
-    if (next.done) return { events, result: next.value };
-    events.push(next.value);
-  }
-}
+import { drain } from "./fixtures/drain.ts";
 
 const contexts: Array<Pick<ToolContext, "taskId" | "attempt">> = [];
 const look = defineTool({

@@ -4,18 +4,10 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Agent, type AgentConfig } from "../src/agent.ts";
 import type { LanguageModel } from "../src/model.ts";
-import { type RunResult, run } from "../src/run.ts";
+import { run } from "../src/run.ts";
 import { scriptedModel } from "../src/scripted.ts";
 import { defineTool } from "../src/tool.ts";
-
-async function drain(gen: AsyncGenerator<AgentEvent, RunResult>) {
-  const events: AgentEvent[] = [];
-  for (;;) {
-    const next = await gen.next();
-    if (next.done) return { events, result: next.value };
-    events.push(next.value);
-  }
-}
+import { drain } from "./fixtures/drain.ts";
 
 const add = defineTool({
   name: "add",
