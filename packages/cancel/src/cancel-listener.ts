@@ -1,4 +1,4 @@
-import { type ExponentialBackoff, exponentialDelay, type Keys, type Logger, parseJsonOr, silentLogger } from "@flotilla/core";
+import { type ExponentialBackoff, exponentialDelay, type Keys, type Logger, parseJsonOr, silentLogger, sleep } from "@flotilla/core";
 import type { SubscriberHub, Unsubscribe } from "@flotilla/core/redis";
 import { readCancelRequests } from "@flotilla/store";
 import type { Redis } from "ioredis";
@@ -87,7 +87,7 @@ export class CancelListener {
         return;
       } catch (err) {
         this.log.warn("could not look for cancel requests missed while disconnected; retrying", { err, tries });
-        await new Promise((r) => setTimeout(r, exponentialDelay(RECHECK_BACKOFF, tries)));
+        await sleep(exponentialDelay(RECHECK_BACKOFF, tries));
       }
     }
   }

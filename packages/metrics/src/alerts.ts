@@ -1,4 +1,4 @@
-import { createKeys, ErrorCodes, exponentialDelay, FlotillaError, type Keys } from "@flotilla/core";
+import { createKeys, ErrorCodes, exponentialDelay, FlotillaError, type Keys, sleep } from "@flotilla/core";
 import { closeRedis, type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core/redis";
 import { listQueues } from "@flotilla/store";
 import type { Redis } from "ioredis";
@@ -265,7 +265,7 @@ export function webhookSink(
   return async (e) => {
     let last: unknown;
     for (let i = 0; i < tries; i++) {
-      if (i > 0) await new Promise((r) => setTimeout(r, exponentialDelay(backoff, i - 1)));
+      if (i > 0) await sleep(exponentialDelay(backoff, i - 1));
       try {
         const res = await fetch(url, {
           method: "POST",

@@ -1,5 +1,5 @@
 import { type Broker, type Lane, parseEntry, type RawEntry } from "@flotilla/broker";
-import { type ExponentialBackoff, exponentialDelay, type Logger, PRIORITIES, type Priority } from "@flotilla/core";
+import { type ExponentialBackoff, exponentialDelay, type Logger, PRIORITIES, type Priority, sleep } from "@flotilla/core";
 import type { OwnedRedis } from "@flotilla/core/redis";
 import type { StartReply, TaskStore } from "@flotilla/store";
 import { type InFlight, laneKey } from "./in-flight.ts";
@@ -142,7 +142,7 @@ export class ClaimScheduler {
         failures++;
         this.deps.log.warn("claim failed; retrying", { err, failures });
         this.deps.onError(err);
-        await new Promise((r) => setTimeout(r, exponentialDelay(CLAIM_RETRY_BACKOFF, failures)));
+        await sleep(exponentialDelay(CLAIM_RETRY_BACKOFF, failures));
       }
     }
   }

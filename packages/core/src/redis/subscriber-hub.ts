@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import { exponentialDelay } from "../backoff.ts";
+import { sleep } from "../ids.ts";
 import { type Logger, silentLogger } from "../logger.ts";
 import { closeRedis, type OwnedRedis, RECONNECT_BACKOFF, whenReady } from "./connection.ts";
 
@@ -146,7 +147,7 @@ export class SubscriberHub {
       } catch (err) {
         if (this.closed || this.lost) return; // closed, or another reconnect will resubscribe
         this.log.warn("re-subscribing after a reconnect failed; retrying", { err, channels: channels.length, tries });
-        await new Promise((r) => setTimeout(r, exponentialDelay(RECONNECT_BACKOFF, tries)));
+        await sleep(exponentialDelay(RECONNECT_BACKOFF, tries));
       }
     }
     for (const listener of [...this.reconnectListeners]) {
