@@ -52,6 +52,33 @@ describe("readQueueStats", () => {
     expect((await readQueueStats(redis, keys, "inf", STATS_BUCKET_MS, now)).waitP95Ms).toBe(Number.POSITIVE_INFINITY);
     expect((await readQueueStats(redis, keys, "empty", STATS_BUCKET_MS, now)).waitP95Ms).toBeUndefined();
   });
+
+  it("reads the buckets of the window only: not the one before it, not the one after now", async () => {
+    const B = STATS_BUCKET_MS;
+    const now = 2_000 * B;
+    await redis.hset(keys.stats("edge", now - 4 * B), { completed: 1 }); // the window's first bucket
+    await redis.hset(keys.stats("edge", now), { completed: 10 }); // now's bucket
+    await redis.hset(keys.stats("edge", now - 5 * B), { completed: 100 }); // just before the window
+    await redis.hset(keys.stats("edge", now + B), { completed: 1000 }); // after now
+    expect((await readQueueStats(redis, keys, "edge", 5 * B, now)).completed).toBe(11);
+  });
+
+  it("takes the p95 bucket in order of its bound, the first to reach 95 %, and none from zero samples", async () => {
+    const now = 3_000 * STATS_BUCKET_MS;
+    // Written highest bound first: the order the fields come back in must not matter.
+    await redis.hset(keys.stats("order", now), { wait_le_2000: 10, wait_le_100: 90 });
+    expect((await readQueueStats(redis, keys, "order", STATS_BUCKET_MS, now)).waitP95Ms).toBe(2000);
+    await redis.hset(keys.stats("exact", now), { wait_le_100: 95, wait_le_200: 5 });
+    expect((await readQueueStats(redis, keys, "exact", STATS_BUCKET_MS, now)).waitP95Ms).toBe(100);
+    await redis.hset(keys.stats("zero", now), { wait_le_10: 0 });
+    expect((await readQueueStats(redis, keys, "zero", STATS_BUCKET_MS, now)).waitP95Ms).toBeUndefined();
+  });
+
+  it("fails with the error Redis gave", async () => {
+    const now = 4_000 * STATS_BUCKET_MS;
+    await redis.set(keys.stats("str", now), "x");
+    await expect(readQueueStats(redis, keys, "str", STATS_BUCKET_MS, now)).rejects.toThrow(/WRONGTYPE/);
+  });
 });
 
 describe("readers", () => {
@@ -76,6 +103,8 @@ describe("readers", () => {
       ]),
     );
     expect(await readCancelRequests(redis, keys, [])).toEqual(new Map());
+    await redis.set(keys.task("rd/str"), "x");
+    await expect(readCancelRequests(redis, keys, ["rd/c1", "rd/str"])).rejects.toThrow(/WRONGTYPE/);
   });
 
   it("list every registered queue once, sorted", async () => {

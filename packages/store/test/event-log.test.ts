@@ -1,0 +1,119 @@
+import { createKeys, DEFAULT_RETENTION } from "@flotilla/core";
+import { openRedis, SubscriberHub } from "@flotilla/core/redis";
+import { purgePrefix, redisUrl, testPrefix, testRedis } from "@flotilla/testing";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { readTaskLog, readTaskLogPage, subscribeStatus, subscribeTaskEvents, TaskEventLog } from "../src/event-log.ts";
+import { TestTaskStore } from "../src/testing.ts";
+
+// The storage half of a task's events; @flotilla/events gives them types and tests the streaming.
+const redis = testRedis();
+const prefix = testPrefix("event-log");
+const keys = createKeys(prefix);
+const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
+const hub = new SubscriberHub(openRedis(redisUrl(), "subscriber"));
+afterAll(async () => {
+  await hub.close();
+  await purgePrefix(redis, prefix);
+  await redis.quit();
+});
+
+async function running(taskId: string): Promise<void> {
+  await store.create({ taskId, queue: "el", agent: "a", payload: "{}", createdAt: Date.now(), detailed: true, maxRetries: 1, metadata: {} });
+  await store.start(taskId, "w");
+}
+
+describe("TaskEventLog", () => {
+  it("numbers a batch after the record's seq, stores it as one stream entry and sends it live", async () => {
+    await running("el/a");
+    // A fresh connection: append must define the script on it itself.
+    const own = testRedis();
+    const log = new TaskEventLog(own, keys, DEFAULT_RETENTION, "el/a");
+    const live: string[] = [];
+    const unsubscribe = await subscribeTaskEvents(hub, keys, "el/a", (message) => live.push(message));
+    const before = Number(await redis.hget(keys.task("el/a"), "seq"));
+    const last = await log.append(1, "1:0", ['{"type":"text","text":"a"}', '{"type":"text","text":"b"}']);
+    expect(last).toBe(before + 2);
+    const entries = await redis.xrange(keys.events("el/a"), "-", "+");
+    expect(entries).toHaveLength(1);
+    const [id, fields] = entries[0]!;
+    expect(id).toBe(`0-${before + 2}`);
+    const stored = JSON.parse(fields[1]!);
+    expect(stored).toEqual([
+      { seq: before + 1, type: "text", text: "a" },
+      { seq: before + 2, type: "text", text: "b" },
+    ]);
+    await vi.waitFor(() => expect(live.map((m) => JSON.parse(m))).toEqual([stored]));
+    await unsubscribe();
+    // The stream expires after the retention's event TTL.
+    const ttl = await redis.pttl(keys.events("el/a"));
+    expect(ttl).toBeGreaterThan(DEFAULT_RETENTION.eventTtlMs - 60_000);
+    expect(ttl).toBeLessThanOrEqual(DEFAULT_RETENTION.eventTtlMs);
+    await own.quit();
+  });
+
+  it("writes a resent batch once, takes '*' for the running attempt, and refuses any other attempt with -1", async () => {
+    await running("el/b");
+    const log = new TaskEventLog(redis, keys, DEFAULT_RETENTION, "el/b");
+    const first = await log.append(1, "1:0", ['{"type":"text","text":"x"}']);
+    expect(await log.append(1, "1:0", ['{"type":"text","text":"x"}'])).toBe(first);
+    expect(await log.append("*", "1:1", ['{"type":"text","text":"y"}'])).toBe(first + 1);
+    expect(await log.append(2, "2:0", ['{"type":"text","text":"z"}'])).toBe(-1);
+    expect(await redis.xlen(keys.events("el/b"))).toBe(2);
+  });
+
+  it("keeps about eventMaxLen events, the oldest trimmed", async () => {
+    await running("el/c");
+    const log = new TaskEventLog(redis, keys, { ...DEFAULT_RETENTION, eventMaxLen: 5 }, "el/c");
+    for (let n = 0; n < 300; n++) await log.append(1, `1:${n}`, ['{"type":"text","text":"t"}']);
+    const kept = await redis.xlen(keys.events("el/c"));
+    expect(kept).toBeLessThan(300);
+  });
+});
+
+describe("readTaskLog", () => {
+  it("reads the record's status, status log and result with the first page of entries after a seq", async () => {
+    await running("el/r");
+    const log = new TaskEventLog(redis, keys, DEFAULT_RETENTION, "el/r");
+    const a = await log.append(1, "1:0", ['{"type":"text","text":"a"}']);
+    const b = await log.append(1, "1:1", ['{"type":"text","text":"b"}']);
+    const c = await log.append(1, "1:2", ['{"type":"text","text":"c"}']);
+    await store.finish("el/r", { attempt: 1, status: "COMPLETED", agent: "a", result: { output: "done" } });
+
+    const page = await readTaskLog(redis, keys, "el/r", a, 1);
+    expect(page.status).toBe("COMPLETED");
+    expect(page.statusLog).toBe(await redis.hget(keys.task("el/r"), "log"));
+    expect(page.statusLog).toContain('"status":"running"');
+    expect(page.result).toBe(await redis.hget(keys.task("el/r"), "result"));
+    expect(page.result).not.toBeNull();
+    expect(page.batches).toEqual([[`0-${b}`, `[{"seq":${b},"type":"text","text":"b"}]`]]);
+    expect(page.more).toBe(true);
+
+    const rest = await readTaskLog(redis, keys, "el/r", b, 2);
+    expect(rest.batches).toEqual([[`0-${c}`, `[{"seq":${c},"type":"text","text":"c"}]`]]);
+    expect(rest.more).toBe(false);
+
+    expect(await readTaskLogPage(redis, keys, "el/r", `0-${a}`, 1)).toEqual([[`0-${b}`, `[{"seq":${b},"type":"text","text":"b"}]`]]);
+    expect(await readTaskLogPage(redis, keys, "el/r", `0-${a}`, 10)).toHaveLength(2);
+    expect(await readTaskLogPage(redis, keys, "el/r", `0-${c}`, 10)).toEqual([]);
+  });
+
+  it("reads nothing of a task that does not exist", async () => {
+    expect(await readTaskLog(redis, keys, "el/none", 0, 10)).toEqual({ status: null, statusLog: null, result: null, batches: [], more: false });
+  });
+
+  it("fails with the error Redis gave", async () => {
+    await redis.set(keys.task("el/str"), "not a hash");
+    await expect(readTaskLog(redis, keys, "el/str", 0, 10)).rejects.toThrow(/WRONGTYPE/);
+  });
+});
+
+describe("subscriptions", () => {
+  it("hear the status channel of a queue", async () => {
+    const heard: string[] = [];
+    const unsubscribe = await subscribeStatus(hub, keys, "el-status", (message) => heard.push(message));
+    await redis.publish(keys.statusChannel("el-status"), "[1]");
+    await redis.publish(keys.statusChannel("el-other"), "[2]"); // another queue
+    await vi.waitFor(() => expect(heard).toEqual(["[1]"]));
+    await unsubscribe();
+  });
+});
