@@ -82,3 +82,31 @@ describe("Broker", () => {
     await expect(new TestBroker(redis, keys).ensureGroup("wrong")).rejects.toThrow(/WRONGTYPE/);
   });
 });
+
+describe("Broker, from what others wrote", () => {
+  it("reclaims from the start of the pending list when given no cursor", async () => {
+    await broker.ensureGroup("rc");
+    const lane = { queue: "rc", priority: "normal" as const };
+    await redis.xadd(keys.lane("rc", "normal"), "*", "task", "t1");
+    await broker.claim(blocking, "old", ["rc"], 10, 100);
+    const { entries } = await broker.reclaim(lane, "new", 0, 10);
+    expect(entries.map((e) => parseEntry(e).ok && parseEntry(e))).toMatchObject([{ name: "t1" }]);
+  });
+
+  it("reads a dead letter someone else wrote with fields missing, with plain defaults", async () => {
+    const id = (await redis.xadd(keys.deadLetters("dl"), "*", "reason", "by hand")) as string;
+    expect(await broker.getDeadLetter("dl", id)).toEqual({
+      id,
+      queue: "dl",
+      priority: "normal",
+      entryId: "",
+      taskId: undefined,
+      reason: "by hand",
+      fields: null,
+      at: 0,
+      extra: {},
+    });
+    const bare = (await redis.xadd(keys.deadLetters("dl"), "*", "at", "5")) as string;
+    expect(await broker.getDeadLetter("dl", bare)).toMatchObject({ reason: "", at: 5, fields: null });
+  });
+});

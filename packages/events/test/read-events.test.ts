@@ -72,4 +72,11 @@ describe("readEvents", () => {
     await redis.xadd(keys.events(badEntry), "0-2", "e", JSON.stringify({ not: "a batch" }));
     await expect(readEvents(redis, keys, badEntry)).rejects.toThrow(`event stream of task ${badEntry}`);
   });
+
+  it("skips status-log entries without a seq", async () => {
+    const taskId = await runningTask(); // running: seq 1
+    const log = (await redis.hget(keys.task(taskId), "log"))!;
+    await redis.hset(keys.task(taskId), "log", `null,{"type":"status","status":"running"},${log}`);
+    expect(seqs((await readEvents(redis, keys, taskId)).events)).toEqual([1]);
+  });
 });
