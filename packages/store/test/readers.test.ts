@@ -108,10 +108,10 @@ describe("readers", () => {
   });
 
   it("list every registered queue once, sorted", async () => {
-    await store.registerQueue("zq");
-    await store.registerQueue("aq");
-    await store.registerQueue("zq");
-    const queues = await listQueues(redis, keys);
-    expect(queues).toEqual(["aq", "zq"]);
+    // Registered in reverse order, more than a set keeps in insertion order.
+    const names = Array.from({ length: 40 }, (_, i) => `q${String(i).padStart(2, "0")}`);
+    for (const q of [...names].reverse()) await store.registerQueue(q);
+    await store.registerQueue("q00");
+    expect(await listQueues(redis, keys)).toEqual(names);
   });
 });

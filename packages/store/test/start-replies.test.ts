@@ -102,6 +102,12 @@ describe("entries that must not run", () => {
     ]);
   });
 
+  it("come back with the fields of an entry that names no task, for its dead letter", async () => {
+    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("srm", p), "flotilla", "0", "MKSTREAM");
+    const junk = (await redis.xadd(keys.lane("srm", "low"), "*", "junk", "1", "more", "2")) as string;
+    expect(await store.claim("srm", "w", 10)).toEqual([{ kind: "malformed", priority: "low", entryId: junk, fields: { junk: "1", more: "2" } }]);
+  });
+
   it("start nothing when given no entries", async () => {
     expect(await store.startEntries("sr", "w", [], false)).toEqual([]);
   });
