@@ -1,0 +1,120 @@
+import { hostname } from "node:os";
+import { Agent } from "@flotilla/agent";
+import { DEFAULT_RETENTION, DEFAULTS, silentLogger, ValidationError } from "@flotilla/core";
+import { describe, expect, it } from "vitest";
+import { resolveWorkerOptions } from "../src/options.ts";
+
+/** The ValidationError a call throws, for its issues. */
+function refusal(options: Parameters<typeof resolveWorkerOptions>[0]): ValidationError {
+  try {
+    resolveWorkerOptions(options);
+  } catch (err) {
+    if (err instanceof ValidationError) return err;
+    throw err;
+  }
+  throw new Error("accepted");
+}
+
+describe("resolveWorkerOptions", () => {
+  it("applies the shared defaults", () => {
+    const o = resolveWorkerOptions({});
+    expect(o).toMatchObject({
+      redis: undefined,
+      prefix: DEFAULTS.prefix,
+      queues: [DEFAULTS.queue],
+      concurrency: DEFAULTS.concurrency,
+      agents: undefined,
+      heartbeatTtlMs: DEFAULTS.heartbeatTtlMs,
+      blockMs: DEFAULTS.blockMs,
+      leaseMs: DEFAULTS.leaseMs,
+      backoff: { delayMs: 1000, maxDelayMs: 60_000, jitter: 0.5 },
+      promoteIntervalMs: DEFAULTS.promoteIntervalMs,
+      fairnessEvery: DEFAULTS.fairnessEvery,
+      connectTimeoutMs: DEFAULTS.workerConnectTimeoutMs,
+      retention: DEFAULT_RETENTION,
+      logger: silentLogger,
+      gaugeIntervalMs: DEFAULTS.gaugeIntervalMs,
+    });
+    expect(o.workerId).toMatch(new RegExp(`^${hostname().replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}-${process.pid}-\\w{6}$`));
+    expect(resolveWorkerOptions({}).workerId).not.toBe(o.workerId);
+    expect(o.metrics).toBeDefined();
+  });
+
+  it("keeps what it was given", () => {
+    const logger = { ...silentLogger };
+    const o = resolveWorkerOptions({
+      redis: "redis://10.0.0.1:1234",
+      prefix: "p",
+      queues: ["a", "b"],
+      concurrency: 7,
+      heartbeatTtlMs: 900,
+      blockMs: 50,
+      leaseMs: 300,
+      backoff: { delayMs: 5, maxDelayMs: 10, jitter: 0 },
+      promoteIntervalMs: 20,
+      fairnessEvery: 3,
+      workerId: "w-1",
+      connectTimeoutMs: 40,
+      retention: { recordTtlMs: 1234 },
+      logger,
+      gaugeIntervalMs: 60,
+    });
+    expect(o).toMatchObject({
+      redis: "redis://10.0.0.1:1234",
+      prefix: "p",
+      queues: ["a", "b"],
+      concurrency: 7,
+      heartbeatTtlMs: 900,
+      blockMs: 50,
+      leaseMs: 300,
+      backoff: { delayMs: 5, maxDelayMs: 10, jitter: 0 },
+      promoteIntervalMs: 20,
+      fairnessEvery: 3,
+      workerId: "w-1",
+      connectTimeoutMs: 40,
+      retention: { ...DEFAULT_RETENTION, recordTtlMs: 1234 },
+      logger,
+      gaugeIntervalMs: 60,
+    });
+  });
+
+  it("takes fairness 0 as strict priority and 1 as 2", () => {
+    expect(resolveWorkerOptions({ fairnessEvery: 0 }).fairnessEvery).toBe(0);
+    expect(resolveWorkerOptions({ fairnessEvery: 1 }).fairnessEvery).toBe(2);
+    expect(resolveWorkerOptions({ fairnessEvery: 2 }).fairnessEvery).toBe(2);
+  });
+
+  it("keys the worker's own agents by name, from an Agent or a plain spec", () => {
+    const writer = new Agent({ name: "writer", model: "scripted:noop", instructions: "w" });
+    const o = resolveWorkerOptions({ agents: [writer, { name: "reader", model: "scripted:noop", instructions: "r" }] });
+    expect([...(o.agents?.keys() ?? [])]).toEqual(["writer", "reader"]);
+    expect(o.agents?.get("writer")).toMatchObject({ name: "writer", model: "scripted:noop", instructions: "w" });
+  });
+
+  it.each([
+    ["concurrency", { concurrency: 0 }, "must be a positive integer, got 0"],
+    ["concurrency", { concurrency: 1.5 }, "must be a positive integer, got 1.5"],
+    ["heartbeatTtlMs", { heartbeatTtlMs: -1 }, "got -1"],
+    ["blockMs", { blockMs: 0 }, "got 0"],
+    ["promoteIntervalMs", { promoteIntervalMs: 0 }, "got 0"],
+    ["connectTimeoutMs", { connectTimeoutMs: 0 }, "got 0"],
+    ["gaugeIntervalMs", { gaugeIntervalMs: 0 }, "got 0"],
+    ["leaseMs", { leaseMs: 299 }, "must be at least 300, got 299"],
+    ["leaseMs", { leaseMs: Number.NaN }, "must be at least 300, got NaN"],
+    ["fairnessEvery", { fairnessEvery: -1 }, "got -1"],
+    ["fairnessEvery", { fairnessEvery: 2.5 }, "got 2.5"],
+    ["queues", { queues: [] }, "a worker needs at least one queue"],
+  ])("refuses a bad %s with a ValidationError naming it", (field, options, message) => {
+    const err = refusal(options);
+    expect(err.issues).toEqual([{ path: field, message: expect.stringContaining(message) }]);
+  });
+
+  it("refuses a queue name or a backoff that does not parse", () => {
+    expect(() => resolveWorkerOptions({ queues: ["no spaces"] })).toThrow(ValidationError);
+    expect(() => resolveWorkerOptions({ backoff: { delayMs: -1 } })).toThrow(ValidationError);
+  });
+
+  it("accepts the smallest values allowed", () => {
+    expect(resolveWorkerOptions({ concurrency: 1, leaseMs: 300, blockMs: 1 })).toMatchObject({ concurrency: 1, leaseMs: 300, blockMs: 1 });
+  });
+});
