@@ -1,10 +1,9 @@
 import { Agent } from "@flotilla/agent";
-import { type JsonValue, UnrecoverableError } from "@flotilla/core";
+import { type JsonValue, TaskFailedError, UnrecoverableError } from "@flotilla/core";
 import { collect, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
-import type { ExecutionContext, Executor } from "@flotilla/worker";
 import { describe, expect, it } from "vitest";
-import { TaskFailedError } from "../src/index.ts";
+import type { ExecutionContext, Executor } from "../src/index.ts";
 
 /** A real executor whose behaviour depends on the attempt: fails (or hangs) on the attempts listed. */
 function flaky(plan: (attempt: number, ctx: ExecutionContext) => Promise<JsonValue>): Executor {
