@@ -1,0 +1,205 @@
+import { TestBroker } from "@flotilla/broker/testing";
+import { createKeys, DEFAULT_RETENTION, silentLogger } from "@flotilla/core";
+import { closeRedis, type OwnedRedis, openRedis } from "@flotilla/core/redis";
+import type { StartReply } from "@flotilla/store";
+import { TestTaskStore } from "@flotilla/store/testing";
+import { purgePrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { ClaimScheduler, type SchedulerOptions } from "../src/claim-scheduler.ts";
+import { InFlight } from "../src/in-flight.ts";
+
+// The claim loop on its own: real Redis, real store and broker; what it claims goes to a list.
+const redis = testRedis();
+const prefix = testPrefix("claim-scheduler");
+const keys = createKeys(prefix);
+const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
+const broker = new TestBroker(redis, keys);
+const opened: OwnedRedis[] = [];
+const schedulers: ClaimScheduler[] = [];
+afterEach(async () => {
+  for (const s of schedulers.splice(0)) await s.stop();
+  for (const c of opened.splice(0)) await closeRedis(c);
+});
+afterAll(async () => {
+  await purgePrefix(redis, prefix);
+  await redis.quit();
+});
+
+const newTask = (queue: string, name: string, over: { runAt?: number } = {}) => ({
+  taskId: `${queue}/${name}`,
+  queue,
+  agent: "a",
+  payload: "{}",
+  createdAt: Date.now(),
+  detailed: false,
+  maxRetries: 0,
+  metadata: {},
+  ...over,
+});
+
+interface Claimed {
+  queue: string;
+  reply: StartReply;
+  reclaimed: boolean;
+}
+
+/** A started scheduler whose dispatched entries are kept (and held in flight until `finish`). */
+async function scheduler(options: Partial<SchedulerOptions> & { queues: string[] }, start = true) {
+  for (const q of options.queues) await broker.ensureGroup(q);
+  const blocking = openRedis(redisUrl(), "blocking");
+  const command = openRedis(redisUrl(), "command");
+  opened.push(blocking, command);
+  const claimed: Claimed[] = [];
+  const errors: unknown[] = [];
+  const finishers = new Map<string, () => void>();
+  let settling = 0;
+  const inFlight = new InFlight(() => s.wake());
+  const s: ClaimScheduler = new ClaimScheduler(
+    { workerId: "w1", concurrency: 2, blockMs: 200, leaseMs: 60_000, promoteIntervalMs: 60_000, fairnessEvery: 0, ...options },
+    {
+      store,
+      broker,
+      blocking,
+      command,
+      inFlight,
+      settling: () => settling,
+      dispatch: (queue, reply, reclaimed) => {
+        claimed.push({ queue, reply, reclaimed });
+        if (reply.kind !== "run") return;
+        inFlight.track(
+          { queue, priority: reply.priority },
+          reply.entryId,
+          reply.taskId,
+          () => new Promise<void>((resolve) => finishers.set(reply.taskId, resolve)),
+          () => {},
+        );
+      },
+      log: silentLogger,
+      onError: (err) => errors.push(err),
+    },
+  );
+  if (start) {
+    schedulers.push(s);
+    await s.start();
+  }
+  return {
+    s,
+    claimed,
+    errors,
+    inFlight,
+    setSettling: (n: number) => {
+      settling = n;
+    },
+    finish: (taskId: string) => finishers.get(taskId)?.(),
+    ids: () => claimed.map((c) => (c.reply.kind === "run" ? c.reply.taskId : c.reply.kind)),
+  };
+}
+
+describe("ClaimScheduler", () => {
+  it("claims no more than its free slots, and claims again as a slot frees", async () => {
+    await store.createMany("slots", [newTask("slots", "a"), newTask("slots", "b"), newTask("slots", "c")]);
+    const h = await scheduler({ queues: ["slots"] });
+    await waitFor(async () => h.claimed.length === 2, { what: "two claims" });
+    expect(h.s.freeSlots()).toBe(0);
+    await new Promise((r) => setTimeout(r, 300)); // a block round passes: still two
+    expect(h.claimed).toHaveLength(2);
+    h.finish(h.ids()[0]!);
+    await waitFor(async () => h.claimed.length === 3, { what: "the third claim" });
+    expect(h.ids().sort()).toEqual(["slots/a", "slots/b", "slots/c"]);
+    expect(h.claimed.every((c) => !c.reclaimed)).toBe(true);
+  });
+
+  it("counts a run whose outcome went to the settler as a free slot", async () => {
+    const h = await scheduler({ queues: ["free"], concurrency: 1 });
+    await store.createMany("free", [newTask("free", "a")]);
+    await waitFor(async () => h.claimed.length === 1, { what: "a claim" });
+    expect(h.s.freeSlots()).toBe(0);
+    h.setSettling(1);
+    expect(h.s.freeSlots()).toBe(1);
+  });
+
+  it("blocks for new work and takes it as soon as it comes", async () => {
+    const h = await scheduler({ queues: ["block"], blockMs: 30_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    await store.createMany("block", [newTask("block", "late")]);
+    await waitFor(async () => h.claimed.length === 1, { what: "the late task", timeoutMs: 5_000 });
+  });
+
+  it("stops promptly though blocked on a long read", async () => {
+    const h = await scheduler({ queues: ["stop"], blockMs: 60_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    await h.s.stop();
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(h.s.claiming).toBe(false);
+  });
+
+  it("promotes a delayed task when it falls due, not at the next promotion interval", async () => {
+    await broker.ensureGroup("due");
+    await store.createMany("due", [newTask("due", "soon", { runAt: Date.now() + 300 })]);
+    // Its first promotion finds the task due in 300 ms: that, not the interval, is when it looks again.
+    const g = await scheduler({ queues: ["due"], blockMs: 60_000, promoteIntervalMs: 60_000 });
+    expect(g.claimed).toEqual([]);
+    await waitFor(async () => g.claimed.length === 1, { what: "the due task", timeoutMs: 10_000 });
+    expect(g.ids()).toEqual(["due/soon"]);
+  });
+
+  it("reclaims an entry whose holder's lease lapsed, as reclaimed, but never its own", async () => {
+    await broker.ensureGroup("lapsed");
+    await store.createMany("lapsed", [newTask("lapsed", "x")]);
+    await broker.claim(redis, "dead-worker", ["lapsed"], 1, 100);
+    await new Promise((r) => setTimeout(r, 400));
+    const h = await scheduler({ queues: ["lapsed"], leaseMs: 300 });
+    await waitFor(async () => h.claimed.length === 1, { what: "the reclaim" });
+    expect(h.claimed[0]).toMatchObject({ queue: "lapsed", reclaimed: true, reply: { kind: "run", taskId: "lapsed/x" } });
+    // Held here (in flight) past the lease: idle, but ours; it is not started again.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(h.claimed).toHaveLength(1);
+  });
+
+  it("claims across queues within one budget of slots", async () => {
+    await store.createMany("qa", [newTask("qa", "1"), newTask("qa", "2")]);
+    await store.createMany("qb", [newTask("qb", "1"), newTask("qb", "2")]);
+    const h = await scheduler({ queues: ["qa", "qb"], concurrency: 3 });
+    await waitFor(async () => h.claimed.length === 3, { what: "three claims" });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(h.claimed).toHaveLength(3);
+    expect(h.ids()).toEqual(["qa/1", "qa/2", "qb/1"]);
+  });
+
+  it("hands a malformed entry to dispatch for dead-lettering, from a blocking read too", async () => {
+    const h = await scheduler({ queues: ["junk"], blockMs: 30_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    await redis.xadd(keys.lane("junk", "normal"), "*", "nonsense", "1");
+    await waitFor(async () => h.claimed.length === 1, { what: "the junk entry" });
+    expect(h.claimed[0]).toMatchObject({ queue: "junk", reclaimed: false, reply: { kind: "malformed", fields: { nonsense: "1" } } });
+  });
+
+  it("lets a settle call claim the slots its outcomes free, for a single-queue worker, holding them until it is back", async () => {
+    await store.createMany("one", [newTask("one", "a"), newTask("one", "b"), newTask("one", "c")]);
+    const h = await scheduler({ queues: ["one"], concurrency: 2 });
+    await waitFor(async () => h.claimed.length === 2, { what: "two claims" });
+    expect(h.s.settleClaim("one")).toBeUndefined(); // no slot free
+    h.setSettling(1); // one run's outcome is with the settler: its slot is free
+    expect(h.s.settleClaim("one")).toEqual({ count: 1, order: ["high", "normal", "low"] });
+    expect(h.s.freeSlots()).toBe(0); // promised to that settle call
+    h.setSettling(0);
+    // The settle call comes back with the task it claimed and started.
+    const replies = await store.claim("one", "w1", 1);
+    h.s.settleStarted("one", replies, 1);
+    expect(h.s.freeSlots()).toBe(-1); // 2 slots, 3 held, nothing reserved any more
+    expect(h.ids().sort()).toEqual(["one/a", "one/b", "one/c"]);
+  });
+
+  it("never lets a settle call claim for a worker of several queues, a stopping one, or when reclaiming is due", async () => {
+    const m = await scheduler({ queues: ["m1", "m2"], concurrency: 4 });
+    expect(m.s.settleClaim("m1")).toBeUndefined();
+    // Not started: its first reclaim scan is due now.
+    const due = await scheduler({ queues: ["m3"], concurrency: 4 }, false);
+    expect(due.s.freeSlots()).toBe(4);
+    expect(due.s.settleClaim("m3")).toBeUndefined();
+    const g = await scheduler({ queues: ["m4"], concurrency: 4 });
+    await g.s.stop();
+    expect(g.s.settleClaim("m4")).toBeUndefined();
+  });
+});
