@@ -89,16 +89,19 @@ describe("a created record", () => {
 
   it("refuses a task of another queue before writing anything", async () => {
     await expect(store.createMany("rf", [task("elsewhere/x")])).rejects.toThrow(ValidationError);
-    await expect(store.settle("rf", "w", [{ taskId: "elsewhere/x", priority: "normal", entryId: "", attempt: 1, status: "COMPLETED", agent: "a" }])).rejects.toThrow(
-      /not in queue rf/,
-    );
+    await expect(
+      store.settle("rf", "w", [{ taskId: "elsewhere/x", priority: "normal", entryId: "", attempt: 1, status: "COMPLETED", agent: "a" }]),
+    ).rejects.toThrow(/not in queue rf/);
     expect(await redis.exists(keys.task("elsewhere/x"))).toBe(0);
     expect(await store.createMany("rf", [])).toEqual([]);
   });
 
   it("trims the queue's index to indexMaxSize once in every 1,000 creates", async () => {
     const small = new TestTaskStore(redis, keys, { ...DEFAULT_RETENTION, indexMaxSize: 10 });
-    await small.createMany("trim", Array.from({ length: 999 }, (_, i) => task(`trim/a${i}`)));
+    await small.createMany(
+      "trim",
+      Array.from({ length: 999 }, (_, i) => task(`trim/a${i}`)),
+    );
     expect(await redis.zcard(keys.taskIndex("trim"))).toBe(999);
     await small.createMany("trim", [task("trim/b")]);
     expect(await redis.zcard(keys.taskIndex("trim"))).toBe(10);
@@ -117,7 +120,14 @@ describe("a settled record", () => {
     await store.settle(
       "rs",
       "w",
-      runs.map((r) => ({ taskId: r.taskId, priority: r.priority, entryId: r.entryId, attempt: 1, agent: "a", status: r.taskId === "rs/ok" ? "COMPLETED" : "FAILED" })),
+      runs.map((r) => ({
+        taskId: r.taskId,
+        priority: r.priority,
+        entryId: r.entryId,
+        attempt: 1,
+        agent: "a",
+        status: r.taskId === "rs/ok" ? "COMPLETED" : "FAILED",
+      })),
     );
     const ok = await redis.hgetall(keys.task("rs/ok"));
     expect(ok.status).toBe("COMPLETED");

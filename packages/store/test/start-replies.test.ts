@@ -31,9 +31,7 @@ describe("a started task", () => {
     const createdAt = 1_700_000_000_000;
     const trace = '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}';
     const backoff = { delayMs: 250, maxDelayMs: 4000, jitter: 0 };
-    await store.create(
-      base("sr/full", { createdAt, detailed: true, metadata: { tenant: "acme", n: 1 }, maxRetries: 2, timeoutMs: 5000, backoff, trace }),
-    );
+    await store.create(base("sr/full", { createdAt, detailed: true, metadata: { tenant: "acme", n: 1 }, maxRetries: 2, timeoutMs: 5000, backoff, trace }));
     const first = await store.start("sr/full", "w", { now: createdAt + 1500 });
     expect(first).toEqual({
       kind: "run",

@@ -86,7 +86,8 @@ describe("resolveWorkerOptions", () => {
 
   it("keys the worker's own agents by name, from an Agent or a plain spec", () => {
     const writer = new Agent({ name: "writer", model: "scripted:noop", instructions: "w" });
-    const o = resolveWorkerOptions({ agents: [writer, { name: "reader", model: "scripted:noop", instructions: "r" }] });
+    const reader = { ...new Agent({ name: "reader", model: "scripted:noop", instructions: "r" }).toJSON() }; // a plain object
+    const o = resolveWorkerOptions({ agents: [writer, reader] });
     expect([...(o.agents?.keys() ?? [])]).toEqual(["writer", "reader"]);
     expect(o.agents?.get("writer")).toMatchObject({ name: "writer", model: "scripted:noop", instructions: "w" });
   });
