@@ -85,6 +85,34 @@ describe("StatusFeed", () => {
     await feed.close();
   });
 
+  it("takes an unwatch of a task's only listener twice, and tells a watcher to look at its record for an event that is not a status", async () => {
+    const feed = new StatusFeed(hub, keys);
+    const a = await createTask("sf9");
+    const only = await feed.watch(a, () => {});
+    only();
+    only(); // its task has no listeners left: still harmless
+    const r = recorder();
+    await feed.watch(a, r.listener);
+    await redis.publish(keys.statusChannel("sf9"), JSON.stringify([{ ...statusEvent(a, "running"), type: "text", delta: "x" }]));
+    await waitFor(async () => r.heard.length === 1, { what: "the message" });
+    expect(r.heard).toEqual(["?"]);
+    await feed.close();
+  });
+
+  it("subscribes anew for a watch after it was closed", async () => {
+    const feed = new StatusFeed(hub, keys);
+    const a = await createTask("sf10");
+    await feed.watch(a, () => {});
+    await feed.close();
+    expect(await subscribers("sf10")).toBe(0);
+    const r = recorder();
+    await feed.watch(a, r.listener);
+    expect(await subscribers("sf10")).toBe(1);
+    await store.start(a, "w");
+    await waitFor(async () => r.heard.length === 1, { what: "the running event" });
+    await feed.close();
+  });
+
   it("keeps a queue's channel for lingerMs after its last watcher left, and longer if one comes back", async () => {
     const feed = new StatusFeed(hub, keys, { lingerMs: 300 });
     const a = await createTask("sf4");

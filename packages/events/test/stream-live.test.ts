@@ -61,6 +61,30 @@ describe("streamEvents, live", () => {
     expect(await next(stream, 2)).toEqual([5]);
   });
 
+  it("puts events that arrived out of order on its two channels back in seq order", async () => {
+    const taskId = await runningTask();
+    const stream = streamEvents(source, taskId);
+    expect(await next(stream, 1)).toEqual([1]);
+    // Both arrive while nobody reads: the text (seq 3) on the task's channel before the status (seq 2)
+    // on the queue's channel. Neither is stored, so only their order can make the reader right.
+    await redis
+      .multi()
+      .publish(keys.eventsChannel(taskId), JSON.stringify([text(taskId, 3)]))
+      .publish(keys.statusChannel("q"), JSON.stringify([{ ...completed(taskId, 2), status: "retrying" }]))
+      .exec();
+    await new Promise((r) => setTimeout(r, 200)); // both delivered before the reader looks
+    expect(await next(stream, 2)).toEqual([2, 3]);
+    await finished(taskId, 4);
+    expect(await next(stream, 5)).toEqual([4]);
+  });
+
+  it("streams the events still stored of a task whose record is gone", async () => {
+    const taskId = await runningTask();
+    await stored(taskId, [2, 3]);
+    await redis.del(keys.task(taskId));
+    expect(await next(streamEvents(source, taskId), 5)).toEqual([2, 3]);
+  });
+
   it("moves past a gap nothing can fill (trimmed from the stream)", async () => {
     const taskId = await runningTask();
     const stream = streamEvents(source, taskId);
