@@ -16,7 +16,10 @@ describe("tooling/changesets/changelog.mjs", () => {
 
   it("lists no dependency whose previous version was never released", async () => {
     const sets = [changeset("first-release-core", "abc1234def"), changeset("first-release-store", "abc1234def")];
-    const deps = [release("@flotilla/core", UNRELEASED, "0.1.0", ["first-release-core"]), release("@flotilla/store", UNRELEASED, "0.1.0", ["first-release-store"])];
+    const deps = [
+      release("@flotilla/core", UNRELEASED, "0.1.0", ["first-release-core"]),
+      release("@flotilla/store", UNRELEASED, "0.1.0", ["first-release-store"]),
+    ];
     expect(await changelog.getDependencyReleaseLine(sets, deps, null)).toBe("");
   });
 

@@ -178,6 +178,10 @@ describe("apps/worker/Dockerfile", () => {
       const check = all.find((i) => i.keyword === "HEALTHCHECK");
       expect(check, target).toBeDefined();
       expect(check!.args).toMatch(/CMD .*\/healthz/);
+      // Exec form, valid JSON (otherwise Docker hands the text to /bin/sh, quotes and all), and run with
+      // the node the image has: the slim image has no curl or wget.
+      const command = JSON.parse(check!.args.slice(check!.args.indexOf("CMD ") + 4));
+      expect(command[0]).toBe("node");
       expect(check!.args).toContain("process.env.FLOTILLA_METRICS_PORT");
       expect(all.some((i) => i.keyword === "ENV" && /FLOTILLA_METRICS_PORT=9464/.test(i.args))).toBe(true);
       expect(all.filter((i) => i.keyword === "USER").at(-1)?.args).toBe("node");

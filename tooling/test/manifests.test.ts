@@ -76,7 +76,7 @@ describe("package manifests", () => {
     const license = readFileSync(join(root, "LICENSE"), "utf8");
     expect(license.split("\n")[0]).toBe("MIT License");
     expect(license).toContain("Copyright (c) 2026 Flotilla contributors");
-    expect(license).toContain("THE SOFTWARE IS PROVIDED \"AS IS\"");
+    expect(license).toContain('THE SOFTWARE IS PROVIDED "AS IS"');
     for (const { dir, manifest } of publishable) expect(manifest.license, dir).toBe("MIT");
   });
 
