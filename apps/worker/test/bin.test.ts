@@ -19,7 +19,7 @@ function packageCopy(withDist: boolean): string {
   writeFileSync(join(root, "package.json"), JSON.stringify({ type: "module" }));
   if (withDist) {
     mkdirSync(join(root, "dist"));
-    writeFileSync(join(root, "dist", "main.js"), 'process.stdout.write(`main ran with ${JSON.stringify(process.argv.slice(2))}`);\n');
+    writeFileSync(join(root, "dist", "main.js"), 'process.stdout.write("main ran with " + JSON.stringify(process.argv.slice(2)));\n');
   }
   return join(root, "bin", "flotilla-worker.mjs");
 }
