@@ -24,11 +24,13 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 mkdir -p "$CACHE"
 echo "temporal.sh: building the Temporal dev server $VERSION (once; cached in $CACHE)…" >&2
+# Two runs at once (two clones' CI) each build into a folder of their own inside the cache folder and
+# rename the binary into place: the rename stays on one file system, so it is atomic and the cache
+# never holds a half-written binary; a failed or interrupted build leaves nothing behind.
 WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
+STAGE="$(mktemp -d "$CACHE/.build.XXXXXX")"
+trap 'rm -rf "$WORK" "$STAGE"' EXIT
 DIR="$(cd "$WORK" && GOFLAGS=-mod=mod go mod download -json "github.com/temporalio/cli@$VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
-# Two runs at once (two clones' CI) each build into their own file and rename it into place: a rename
-# is atomic, so the cache never holds a half-written binary.
-(cd "$DIR" && go build -o "$BIN.tmp.$$" ./cmd/temporal)
-mv -f "$BIN.tmp.$$" "$BIN"
+(cd "$DIR" && go build -o "$STAGE/temporal" ./cmd/temporal)
+mv -f "$STAGE/temporal" "$BIN"
 echo "$BIN"
