@@ -13,6 +13,7 @@ import {
   taskIdOf,
   ValidationError,
 } from "@flotilla/core";
+import { assertAcyclic } from "./cycles.ts";
 
 /** Anything `submit` accepts as an agent: an object with `toJSON()` (Agent, Swarm) or its plain JSON. */
 export type AgentLike = Serializable | RunnableSpec;
@@ -33,10 +34,14 @@ export interface Submission {
 /**
  * Validates one submit and prepares what is written, with no I/O: `submit` and `submitMany` both go
  * through here, so they accept and refuse the same things with the same messages. A bad field is a
- * ValidationError naming it.
+ * ValidationError naming it; so is a circular reference anywhere in the agent, options or input.
  */
 export function prepareSubmission(agent: AgentLike, input: JsonValue, options: SubmitOptions, maxPayloadBytes: number, now: number): Submission {
-  const spec = parseInput(RunnableSpecSchema, serialise(agent), "agent");
+  const raw = serialise(agent);
+  assertAcyclic(raw, "agent");
+  assertAcyclic(options, "options");
+  assertAcyclic(input, "input");
+  const spec = parseInput(RunnableSpecSchema, raw, "agent");
   const opts = parseInput(SubmitOptionsSchema, options, "options");
   const value = parseInput(JsonValueSchema, input, "input");
   const payload = JSON.stringify({ agent: spec, input: value });
