@@ -1,4 +1,5 @@
 import {
+  type AgentSpecInput,
   type JsonValue,
   JsonValueSchema,
   newId,
@@ -9,14 +10,18 @@ import {
   type Serializable,
   type SubmitOptions,
   SubmitOptionsSchema,
+  type SwarmSpecInput,
   splitTaskId,
   taskIdOf,
   ValidationError,
 } from "@flotilla/core";
 import { assertAcyclic } from "./cycles.ts";
 
-/** Anything `submit` accepts as an agent: an object with `toJSON()` (Agent, Swarm) or its plain JSON. */
-export type AgentLike = Serializable | RunnableSpec;
+/**
+ * Anything `submit` accepts as an agent: an object with `toJSON()` (Agent, Swarm) or its plain JSON,
+ * defaults left out (`{ name, model }`: a worker that registers the agent runs its own definition).
+ */
+export type AgentLike = Serializable | AgentSpecInput | SwarmSpecInput;
 
 /** A submit checked and ready to write: every field validated, the id, payload and start time decided. */
 export interface Submission {

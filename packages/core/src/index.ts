@@ -28,6 +28,7 @@ export {
 export { newId, parseJsonOr, sleep } from "./ids.ts";
 export { CONSUMER_GROUP, createKeys, type Keys, STATS_BUCKET_MS, splitTaskId, type TaskRef, taskIdOf } from "./keys.ts";
 export { type LogFields, type Logger, silentLogger } from "./logger.ts";
+export type { AgentResult, OutputCarrier, ResultOf } from "./result.ts";
 export {
   type AgentSpec,
   type AgentSpecInput,
