@@ -1,17 +1,28 @@
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { freePort, redisUrl, testPrefix } from "@flotilla/testing";
-import { describe, expect, it } from "vitest";
+import { freePort, purgePrefix, redisUrl, testPrefix, testRedis } from "@flotilla/testing";
+import { afterAll, describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+const prefix = testPrefix("startup");
+const children: ChildProcess[] = [];
+
+// A worker that starts after all (a regression) must not outlive the test or leave keys behind.
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+  const redis = testRedis();
+  await purgePrefix(redis, prefix);
+  await redis.quit();
+});
 
 /** Runs flotilla-worker (from source) until it exits on its own; none of these gets as far as claiming. */
 function run(args: string[], nodeArgs: string[] = []): Promise<{ code: number | null; stderr: string }> {
   const child = spawn(process.execPath, [...nodeArgs, "--conditions=@flotilla/source", main, ...args], {
-    env: { ...process.env, REDIS_URL: redisUrl(), FLOTILLA_PREFIX: testPrefix("startup"), FLOTILLA_MODULE: "", FLOTILLA_EXECUTOR: "" },
+    env: { ...process.env, REDIS_URL: redisUrl(), FLOTILLA_PREFIX: prefix, FLOTILLA_MODULE: "", FLOTILLA_EXECUTOR: "" },
     stdio: ["ignore", "ignore", "pipe"],
   });
+  children.push(child);
   let stderr = "";
   child.stderr.on("data", (d: Buffer) => {
     stderr += d.toString();
@@ -56,7 +67,9 @@ describe("flotilla-worker startup errors", () => {
     expect(code).toBe(1);
     const line = JSON.parse(stderr.trim().split("\n").at(-1)!) as { error: string; code: string };
     expect(line.code).toBe("TEMPORAL_UNAVAILABLE");
-    expect(line.error).toMatch(new RegExp(`^cannot reach the Temporal server at 127\\.0\\.0\\.1:${port}: Connection refused \\(is the server running\\? .*TEMPORAL_ADDRESS\\)$`));
+    expect(line.error).toMatch(
+      new RegExp(`^cannot reach the Temporal server at 127\\.0\\.0\\.1:${port}: Connection refused \\(is the server running\\? .*TEMPORAL_ADDRESS\\)$`),
+    );
     expect(stderr).not.toContain("tonic");
   });
 
