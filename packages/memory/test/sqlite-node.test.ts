@@ -20,6 +20,8 @@ describe("SqliteMemoryStore on a Node without node:sqlite", () => {
   it("fails on first use with a FlotillaError (UNSUPPORTED_NODE) naming the Node it needs, not ERR_UNKNOWN_BUILTIN_MODULE", async () => {
     const failure = await firstUse(true);
     expect(failure).toMatchObject({ ok: false, name: "FlotillaError", code: "UNSUPPORTED_NODE", retryable: false });
-    expect(failure.message).toBe(`the SQLite memory store needs node:sqlite, built into Node >= 22.15 (Flotilla's supported Node); this is Node ${process.version}`);
+    expect(failure.message).toBe(
+      `the SQLite memory store needs node:sqlite, built into Node >= 22.15 (Flotilla's supported Node); this is Node ${process.version}`,
+    );
   });
 });
