@@ -72,6 +72,8 @@ const RedisSchema = byKind<RedisConnection>((v) =>
   typeof v === "string" ? RedisUrlSchema : z.custom<RedisConnection>(isObject, "must be a Redis URL, ioredis options or an ioredis client"),
 );
 
+/** Leases are renewed every third of their length: shorter than this, renewals would crowd the connection. */
+const MIN_LEASE_MS = 300;
 const positive = () => z.number().int("must be a positive integer").min(1, "must be a positive integer");
 
 /** What `new Worker(options)` accepts; unknown fields are refused (a misspelt option would be ignored silently). */
@@ -90,7 +92,7 @@ export const WorkerOptionsSchema = z
     executor: shaped<Executor>(functions("execute")),
     heartbeatTtlMs: positive(),
     blockMs: positive(),
-    leaseMs: z.number().min(300, "must be at least 300"),
+    leaseMs: z.number().min(MIN_LEASE_MS, `must be at least ${MIN_LEASE_MS}`),
     backoff: BackoffSchema,
     promoteIntervalMs: positive(),
     fairnessEvery: z.number().int("must be an integer").min(0, "must be 0 (strict priority) or an integer of at least 2"),
