@@ -72,7 +72,7 @@ const RedisSchema = byKind<RedisConnection>((v) =>
   typeof v === "string" ? RedisUrlSchema : z.custom<RedisConnection>(isObject, "must be a Redis URL, ioredis options or an ioredis client"),
 );
 
-/** Leases are renewed every third of their length: shorter than this, renewals would crowd the connection. */
+/** The shortest lease a worker takes (it renews every third of it). */
 const MIN_LEASE_MS = 300;
 const positive = () => z.number().int("must be a positive integer").min(1, "must be a positive integer");
 
