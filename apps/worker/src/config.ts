@@ -2,7 +2,7 @@ import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { Agent, AgentConfig, OpenAICompatibleEndpoint, ProviderFactory, Swarm, Tool } from "@flotilla/agent";
-import { DEFAULTS, parseInput, QueueNameSchema, type RunnableSpec } from "@flotilla/core";
+import { DEFAULTS, KeyPrefixSchema, parseInput, QueueNameSchema, RedisUrlSchema, type RunnableSpec, ValidationError } from "@flotilla/core";
 import type { MemoryStore } from "@flotilla/memory";
 import { z } from "zod";
 
@@ -35,8 +35,8 @@ keys (@ai-sdk/openai + OPENAI_API_KEY, @ai-sdk/anthropic + ANTHROPIC_API_KEY, ..
 `;
 
 const ConfigSchema = z.object({
-  redis: z.string().default(DEFAULTS.redisUrl),
-  prefix: z.string().default(DEFAULTS.prefix),
+  redis: RedisUrlSchema.default(DEFAULTS.redisUrl),
+  prefix: KeyPrefixSchema.default(DEFAULTS.prefix),
   queues: z
     .string()
     .default(DEFAULTS.queue)
@@ -46,7 +46,7 @@ const ConfigSchema = z.object({
         .map((q) => q.trim())
         .filter(Boolean),
     )
-    .pipe(z.array(QueueNameSchema).min(1)),
+    .pipe(z.array(QueueNameSchema).min(1, "name at least one queue")),
   concurrency: z.coerce.number().int().positive().default(DEFAULTS.concurrency),
   module: z.string().optional(),
   drainTimeoutMs: z.coerce.number().int().min(0).default(DEFAULTS.drainTimeoutMs),
@@ -55,7 +55,10 @@ const ConfigSchema = z.object({
   workerId: z.string().optional(),
   logLevel: z.enum(["debug", "info", "warn", "error"]).default("info"),
   executor: z.enum(["redis", "temporal"]).default("redis"),
-  temporalAddress: z.string().default("127.0.0.1:7233"),
+  temporalAddress: z
+    .string()
+    .regex(/^(\[[0-9A-Fa-f:.]+\]|[^\s/:[\]]+)(:\d{1,5})?$/, "expected host or host:port, with no scheme (e.g. 127.0.0.1:7233)")
+    .default("127.0.0.1:7233"),
   temporalNamespace: z.string().default("default"),
   temporalTaskQueue: z.string().default("flotilla"),
   temporalWorker: z
@@ -66,72 +69,44 @@ const ConfigSchema = z.object({
 });
 export type WorkerAppConfig = z.infer<typeof ConfigSchema>;
 
-const ENV: Record<string, string> = {
-  redis: "REDIS_URL",
-  prefix: "FLOTILLA_PREFIX",
-  queues: "FLOTILLA_QUEUES",
-  concurrency: "FLOTILLA_CONCURRENCY",
-  module: "FLOTILLA_MODULE",
-  drainTimeoutMs: "FLOTILLA_DRAIN_TIMEOUT_MS",
-  heartbeatTtlMs: "FLOTILLA_HEARTBEAT_TTL_MS",
-  leaseMs: "FLOTILLA_LEASE_MS",
-  workerId: "FLOTILLA_WORKER_ID",
-  logLevel: "FLOTILLA_LOG_LEVEL",
-  executor: "FLOTILLA_EXECUTOR",
-  temporalAddress: "TEMPORAL_ADDRESS",
-  temporalNamespace: "TEMPORAL_NAMESPACE",
-  temporalTaskQueue: "FLOTILLA_TEMPORAL_TASK_QUEUE",
-  temporalWorker: "FLOTILLA_TEMPORAL_WORKER",
-  metricsPort: "FLOTILLA_METRICS_PORT",
+/** Each setting's flag and environment variable. */
+const SOURCES: Record<string, { flag: string; env: string }> = {
+  redis: { flag: "redis", env: "REDIS_URL" },
+  prefix: { flag: "prefix", env: "FLOTILLA_PREFIX" },
+  queues: { flag: "queues", env: "FLOTILLA_QUEUES" },
+  concurrency: { flag: "concurrency", env: "FLOTILLA_CONCURRENCY" },
+  module: { flag: "module", env: "FLOTILLA_MODULE" },
+  drainTimeoutMs: { flag: "drain-timeout", env: "FLOTILLA_DRAIN_TIMEOUT_MS" },
+  heartbeatTtlMs: { flag: "heartbeat-ttl", env: "FLOTILLA_HEARTBEAT_TTL_MS" },
+  leaseMs: { flag: "lease", env: "FLOTILLA_LEASE_MS" },
+  workerId: { flag: "worker-id", env: "FLOTILLA_WORKER_ID" },
+  logLevel: { flag: "log-level", env: "FLOTILLA_LOG_LEVEL" },
+  executor: { flag: "executor", env: "FLOTILLA_EXECUTOR" },
+  temporalAddress: { flag: "temporal-address", env: "TEMPORAL_ADDRESS" },
+  temporalNamespace: { flag: "temporal-namespace", env: "TEMPORAL_NAMESPACE" },
+  temporalTaskQueue: { flag: "temporal-task-queue", env: "FLOTILLA_TEMPORAL_TASK_QUEUE" },
+  temporalWorker: { flag: "temporal-worker", env: "FLOTILLA_TEMPORAL_WORKER" },
+  metricsPort: { flag: "metrics-port", env: "FLOTILLA_METRICS_PORT" },
 };
 
-/** Flags win over environment variables, which win over defaults. */
+/**
+ * Flags win over environment variables, which win over defaults. A flag given empty (`--queues ""`)
+ * is refused: it would otherwise fall back to the default without a word. An empty environment
+ * variable counts as unset, as in most deployment tools.
+ */
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): WorkerAppConfig | "help" {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      redis: { type: "string" },
-      prefix: { type: "string" },
-      queues: { type: "string" },
-      concurrency: { type: "string" },
-      module: { type: "string" },
-      "drain-timeout": { type: "string" },
-      "heartbeat-ttl": { type: "string" },
-      lease: { type: "string" },
-      "worker-id": { type: "string" },
-      "log-level": { type: "string" },
-      executor: { type: "string" },
-      "temporal-address": { type: "string" },
-      "temporal-namespace": { type: "string" },
-      "temporal-task-queue": { type: "string" },
-      "temporal-worker": { type: "string" },
-      "metrics-port": { type: "string" },
-      help: { type: "boolean" },
-    },
-    strict: true,
-  });
-  if (values.help) return "help";
-  const flags: Record<string, string | undefined> = {
-    redis: values.redis,
-    prefix: values.prefix,
-    queues: values.queues,
-    concurrency: values.concurrency,
-    module: values.module,
-    drainTimeoutMs: values["drain-timeout"],
-    heartbeatTtlMs: values["heartbeat-ttl"],
-    leaseMs: values.lease,
-    workerId: values["worker-id"],
-    logLevel: values["log-level"],
-    executor: values.executor,
-    temporalAddress: values["temporal-address"],
-    temporalNamespace: values["temporal-namespace"],
-    temporalTaskQueue: values["temporal-task-queue"],
-    temporalWorker: values["temporal-worker"],
-    metricsPort: values["metrics-port"],
+  const options: Record<string, { type: "string" } | { type: "boolean" }> = Object.fromEntries(
+    Object.values(SOURCES).map(({ flag }) => [flag, { type: "string" as const }]),
+  );
+  const { values } = parseArgs({ args: argv, options: { ...options, help: { type: "boolean" } }, strict: true }) as {
+    values: Record<string, string | boolean | undefined>;
   };
+  if (values.help === true) return "help";
   const merged: Record<string, string> = {};
-  for (const [key, envName] of Object.entries(ENV)) {
-    const value = flags[key] ?? env[envName];
+  for (const [key, { flag, env: envName }] of Object.entries(SOURCES)) {
+    const given = values[flag];
+    if (given === "") throw ValidationError.of("worker configuration", key, `--${flag} is empty`);
+    const value = typeof given === "string" ? given : env[envName];
     if (value !== undefined && value !== "") merged[key] = value;
   }
   return parseInput(ConfigSchema, merged, "worker configuration");

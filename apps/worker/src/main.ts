@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 import type { TemporalWorker } from "@flotilla/temporal";
 import { type Executor, jsonLogger, Worker } from "@flotilla/worker";
-import { loadConfig, loadWorkerModule, USAGE } from "./config.ts";
+import { loadConfig, USAGE } from "./config.ts";
 import { startEndpoints } from "./endpoints.ts";
+import { describeStartupError, loadModule, loadTemporal } from "./startup.ts";
 
 async function main(): Promise<number> {
   let config: ReturnType<typeof loadConfig>;
@@ -17,7 +18,7 @@ async function main(): Promise<number> {
     return 0;
   }
   const log = jsonLogger({ service: "flotilla-worker" }, config.logLevel);
-  const mod = await loadWorkerModule(config.module);
+  const mod = await loadModule(config.module);
   // Opt-in endpoints; the worker is made below, so readiness asks it through this reference.
   let isReady = () => false;
   const endpoints = config.metricsPort === undefined ? undefined : await startEndpoints(config.metricsPort, () => isReady());
@@ -25,7 +26,7 @@ async function main(): Promise<number> {
   // @flotilla/temporal is loaded only here, so Redis-mode deployments never load Temporal.
   let temporal: { executor: Executor & { close(): Promise<void> }; worker?: TemporalWorker; running?: Promise<void> } | undefined;
   if (config.executor === "temporal") {
-    const { createTemporalWorker, temporalExecutor } = await import("@flotilla/temporal");
+    const { createTemporalWorker, temporalExecutor } = await loadTemporal();
     const settings = { address: config.temporalAddress, namespace: config.temporalNamespace, taskQueue: config.temporalTaskQueue };
     temporal = { executor: temporalExecutor({ ...settings, logger: log }) };
     if (config.temporalWorker) {
@@ -110,8 +111,9 @@ main().then(
   (code) => {
     if (code >= 0) process.exit(code);
   },
-  (err) => {
-    process.stderr.write(`${JSON.stringify({ level: "error", msg: "worker failed to start", error: String(err?.message ?? err) })}\n`);
-    process.exit(1);
+  (err: unknown) => {
+    const { exitCode, text } = describeStartupError(err);
+    process.stderr.write(text);
+    process.exit(exitCode);
   },
 );

@@ -1,7 +1,8 @@
-import { type AgentSpec, type AgentSpecInput, AgentSpecSchema, type JsonValue, parseInput } from "@flotilla/core";
+import { type AgentSpec, type AgentSpecInput, AgentSpecSchema, type JsonValue, type OutputCarrier, parseInput } from "@flotilla/core";
 import { z } from "zod";
 
-export interface AgentConfig {
+/** `O`: the type of the output schema's answer, inferred from a zod `outputSchema`. */
+export interface AgentConfig<O = JsonValue | undefined> {
   name: string;
   /** `provider:model`, e.g. `scripted:echo` or `openai:gpt-4.1-mini`. */
   model: string;
@@ -14,11 +15,16 @@ export interface AgentConfig {
    */
   options?: Record<string, JsonValue>;
   /** The final answer must be JSON of this shape: a zod schema, or JSON Schema. It travels as JSON Schema. */
-  outputSchema?: z.ZodType | Record<string, JsonValue>;
+  outputSchema?: z.ZodType<O> | Record<string, JsonValue>;
 }
 
-/** An agent definition: plain data, so it can travel to any worker as JSON. */
-export class Agent {
+/**
+ * An agent definition: plain data, so it can travel to any worker as JSON. `O` is its output
+ * schema's type (from a zod `outputSchema`), which types what its tasks resolve with
+ * (`TaskHandle<AgentResult<O>>`); types only, nothing of it exists at runtime.
+ */
+export class Agent<O = JsonValue | undefined> implements OutputCarrier<O> {
+  declare readonly "~output"?: [O];
   readonly name: string;
   readonly model: string;
   readonly instructions: string;
@@ -26,7 +32,7 @@ export class Agent {
   readonly options: Readonly<Record<string, JsonValue>>;
   readonly outputSchema: Readonly<Record<string, JsonValue>> | undefined;
 
-  constructor(config: AgentConfig) {
+  constructor(config: AgentConfig<O>) {
     const { outputSchema, ...rest } = config;
     const json = outputSchema instanceof z.ZodType ? (z.toJSONSchema(outputSchema, { target: "draft-7" }) as Record<string, JsonValue>) : outputSchema;
     const spec = parseInput(AgentSpecSchema, { kind: "agent", ...rest, ...(json && { outputSchema: json }) }, "agent");
@@ -63,6 +69,6 @@ export class Agent {
   /** Rebuilds an agent from `toJSON()` output; throws a ValidationError naming the bad field. */
   static fromJSON(json: AgentSpecInput | unknown): Agent {
     const spec = parseInput(AgentSpecSchema, json, "agent");
-    return new Agent(spec as AgentConfig);
+    return new Agent(spec as AgentConfig<JsonValue | undefined>);
   }
 }

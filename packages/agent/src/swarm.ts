@@ -1,9 +1,9 @@
-import { parseInput, type SwarmSpec, type SwarmSpecInput, SwarmSpecSchema } from "@flotilla/core";
+import { type JsonValue, type OutputCarrier, parseInput, type SwarmSpec, type SwarmSpecInput, SwarmSpecSchema } from "@flotilla/core";
 import { Agent } from "./agent.ts";
 
 export interface SwarmConfig {
   name: string;
-  agents: Agent[];
+  agents: Agent<unknown>[];
   /**
    * `handoff`: the entry agent runs and may hand control to another with the built-in
    * `transfer_to_agent` tool (a `handoff` event marks it); `pipeline`: every agent runs in order,
@@ -16,10 +16,14 @@ export interface SwarmConfig {
   maxHandoffs?: number;
 }
 
-/** Several agents run as one task. Plain data like Agent: it travels to any worker as JSON. */
-export class Swarm {
+/**
+ * Several agents run as one task. Plain data like Agent: it travels to any worker as JSON. Its tasks
+ * resolve with an AgentResult whose `output` is the answering agent's (not known in types).
+ */
+export class Swarm implements OutputCarrier<JsonValue | undefined> {
+  declare readonly "~output"?: [JsonValue | undefined];
   readonly name: string;
-  readonly agents: readonly Agent[];
+  readonly agents: readonly Agent<unknown>[];
   readonly mode: "handoff" | "pipeline";
   readonly entry: string;
   readonly maxHandoffs: number;

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Broker, type DeadLetter } from "@flotilla/broker";
 import {
+  type AgentResult,
   createKeys,
   DuplicateTaskError,
   ErrorCodes,
@@ -9,6 +10,7 @@ import {
   LifecycleError,
   parseInput,
   QueueNameSchema,
+  type ResultOf,
   type SubmitOptions,
   TaskIdSchema,
   TaskStatusSchema,
@@ -91,9 +93,10 @@ export class FlotillaClient {
   /**
    * Validates and records the task (PENDING), then enqueues it. Rejects with ValidationError
    * naming the bad field, DuplicateTaskError for a taken `taskId`, ConnectionError when Redis is
-   * unreachable.
+   * unreachable. The handle's `result()` is typed by the agent: `AgentResult<O>` for an
+   * `Agent<O>` (O from its zod output schema), `AgentResult` for a swarm or a plain spec.
    */
-  async submit(agent: AgentLike, input: JsonValue, options: SubmitOptions = {}): Promise<TaskHandle> {
+  async submit<A extends AgentLike>(agent: A, input: JsonValue, options: SubmitOptions = {}): Promise<TaskHandle<ResultOf<A>>> {
     this.assertOpen();
     const s = prepareSubmission(agent, input, options, this.options.maxPayloadBytes, Date.now());
     const redis = this.conn.redis;
@@ -107,7 +110,7 @@ export class FlotillaClient {
             (await redis.pipeline().set(idemKey, s.taskId, "PX", s.options.idempotencyWindowMs, "NX").get(idemKey).exec()) ?? [];
           if (setErr ?? getErr) throw setErr ?? getErr;
           // Taken: the first submit's task. (Null only if the key expired between SET and GET: go on as new.)
-          if (set !== "OK" && typeof firstId === "string") return new TaskHandle(this.ctx, firstId);
+          if (set !== "OK" && typeof firstId === "string") return new TaskHandle<ResultOf<A>>(this.ctx, firstId);
         }
         try {
           await this.knowQueue(s.options.queue);
@@ -115,7 +118,7 @@ export class FlotillaClient {
           const created = await this.store.create(this.newTask(s));
           if (!created) throw new DuplicateTaskError(s.taskId);
           this.options.metrics.add(METRICS.submitted, 1, { queue: s.options.queue, agent: s.agent.name });
-          return new TaskHandle(this.ctx, s.taskId);
+          return new TaskHandle<ResultOf<A>>(this.ctx, s.taskId);
         } catch (err) {
           // The key must not point at a task that was never made.
           if (idemKey) await redis.del(idemKey).catch(() => {});
@@ -133,7 +136,7 @@ export class FlotillaClient {
    * a DuplicateTaskError after the others were enqueued; its `details.handles` lists those.
    * Idempotency keys are not supported here: submit those one by one.
    */
-  async submitMany(items: ReadonlyArray<{ agent: AgentLike; input: JsonValue; options?: SubmitOptions }>): Promise<TaskHandle[]> {
+  async submitMany<A extends AgentLike>(items: ReadonlyArray<{ agent: A; input: JsonValue; options?: SubmitOptions }>): Promise<TaskHandle<ResultOf<A>>[]> {
     this.assertOpen();
     const now = Date.now();
     const prepared = items.map((item, i) => {
@@ -168,11 +171,11 @@ export class FlotillaClient {
             });
           }),
         );
-        const handles: TaskHandle[] = [];
+        const handles: TaskHandle<ResultOf<A>>[] = [];
         const taken: string[] = [];
         prepared.forEach((p, i) => {
           if (created[i]) {
-            handles.push(new TaskHandle(this.ctx, p.taskId));
+            handles.push(new TaskHandle<ResultOf<A>>(this.ctx, p.taskId));
             this.options.metrics.add(METRICS.submitted, 1, { queue: p.options.queue, agent: p.agent.name });
           } else taken.push(p.taskId);
         });
@@ -182,9 +185,12 @@ export class FlotillaClient {
     );
   }
 
-  /** Re-attaches to a task by id (from any process). */
-  handle(taskId: string): TaskHandle {
-    return new TaskHandle(this.ctx, parseInput(TaskIdSchema, taskId, "taskId"));
+  /**
+   * Re-attaches to a task by id (from any process). Say what it resolves with when you know it
+   * (`client.handle<AgentResult<Answer>>(id)`); nothing is checked at runtime.
+   */
+  handle<R = AgentResult>(taskId: string): TaskHandle<R> {
+    return new TaskHandle<R>(this.ctx, parseInput(TaskIdSchema, taskId, "taskId"));
   }
 
   /** Tasks newest first, optionally filtered; pass `nextCursor` back for the next page. */

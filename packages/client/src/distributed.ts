@@ -1,4 +1,4 @@
-import { DEFAULTS, type JsonValue, type SubmitOptions } from "@flotilla/core";
+import { DEFAULTS, type JsonValue, type ResultOf, type SubmitOptions } from "@flotilla/core";
 import { FlotillaClient } from "./client.ts";
 import type { AgentLike } from "./submission.ts";
 import type { TaskHandle } from "./task-handle.ts";
@@ -23,8 +23,11 @@ export interface DistributedOptions extends SubmitOptions {
   client?: FlotillaClient;
 }
 
-/** Runs `agent` on `input` somewhere in the fleet; returns a handle to stream, await or cancel it. */
-export function distributed(agent: AgentLike, input: JsonValue, options: DistributedOptions = {}): Promise<TaskHandle> {
+/**
+ * Runs `agent` on `input` somewhere in the fleet; returns a handle to stream, await or cancel it,
+ * whose `result()` is typed by the agent (`AgentResult<O>` for an `Agent<O>`).
+ */
+export function distributed<A extends AgentLike>(agent: A, input: JsonValue, options: DistributedOptions = {}): Promise<TaskHandle<ResultOf<A>>> {
   const { client, ...submit } = options;
   return (client ?? defaultFlotillaClient()).submit(agent, input, submit);
 }

@@ -1,6 +1,7 @@
 export type { DeadLetter } from "@flotilla/broker";
 export type { CancelOutcome } from "@flotilla/cancel";
 export {
+  type AgentResult,
   ConnectionError,
   DeadLetterNotFoundError,
   DuplicateTaskError,
@@ -8,6 +9,7 @@ export {
   FlotillaError,
   type JsonValue,
   LifecycleError,
+  type ResultOf,
   type SubmitOptions,
   TaskCancelledError,
   TaskFailedError,

@@ -1,4 +1,5 @@
 import {
+  type AgentSpecInput,
   type JsonValue,
   JsonValueSchema,
   newId,
@@ -9,13 +10,18 @@ import {
   type Serializable,
   type SubmitOptions,
   SubmitOptionsSchema,
+  type SwarmSpecInput,
   splitTaskId,
   taskIdOf,
   ValidationError,
 } from "@flotilla/core";
+import { assertAcyclic } from "./cycles.ts";
 
-/** Anything `submit` accepts as an agent: an object with `toJSON()` (Agent, Swarm) or its plain JSON. */
-export type AgentLike = Serializable | RunnableSpec;
+/**
+ * Anything `submit` accepts as an agent: an object with `toJSON()` (Agent, Swarm) or its plain JSON,
+ * defaults left out (`{ name, model }`: a worker that registers the agent runs its own definition).
+ */
+export type AgentLike = Serializable | AgentSpecInput | SwarmSpecInput;
 
 /** A submit checked and ready to write: every field validated, the id, payload and start time decided. */
 export interface Submission {
@@ -33,10 +39,14 @@ export interface Submission {
 /**
  * Validates one submit and prepares what is written, with no I/O: `submit` and `submitMany` both go
  * through here, so they accept and refuse the same things with the same messages. A bad field is a
- * ValidationError naming it.
+ * ValidationError naming it; so is a circular reference anywhere in the agent, options or input.
  */
 export function prepareSubmission(agent: AgentLike, input: JsonValue, options: SubmitOptions, maxPayloadBytes: number, now: number): Submission {
-  const spec = parseInput(RunnableSpecSchema, serialise(agent), "agent");
+  const raw = serialise(agent);
+  assertAcyclic(raw, "agent");
+  assertAcyclic(options, "options");
+  assertAcyclic(input, "input");
+  const spec = parseInput(RunnableSpecSchema, raw, "agent");
   const opts = parseInput(SubmitOptionsSchema, options, "options");
   const value = parseInput(JsonValueSchema, input, "input");
   const payload = JSON.stringify({ agent: spec, input: value });

@@ -1,8 +1,8 @@
 import { type CancelOutcome, requestCancel } from "@flotilla/cancel";
 import {
+  type AgentResult,
   ConnectionError,
   isTerminal,
-  type JsonValue,
   splitTaskId,
   TaskCancelledError,
   TaskFailedError,
@@ -26,8 +26,12 @@ export interface StreamOptions {
   signal?: AbortSignal;
 }
 
-/** A submitted task: read its status, await its result, stream its events, cancel it. */
-export class TaskHandle {
+/**
+ * A submitted task: read its status, await its result, stream its events, cancel it. `R` is what
+ * `result()` resolves with: an AgentResult typed by the submitted agent's output schema. It is a
+ * promise of types only — nothing is checked at runtime (a custom executor may record any JSON).
+ */
+export class TaskHandle<R = AgentResult> {
   /** `<queue>/<name>`: pass it to `client.handle()` from any process to re-attach. */
   readonly taskId: string;
   private readonly ctx: ClientContext;
@@ -53,7 +57,7 @@ export class TaskHandle {
    * Resolves with the task's result once it COMPLETED; throws TaskFailedError or TaskCancelledError
    * (carrying the task's error) when it ended otherwise. Woken by a notification, not polling.
    */
-  async result(options: ResultOptions = {}): Promise<JsonValue> {
+  async result(options: ResultOptions = {}): Promise<R> {
     const ctx = this.ctx;
     const hub = await ctx.hub();
     const feed = await ctx.statusFeed();
@@ -88,7 +92,7 @@ export class TaskHandle {
           wake = () => resolve("woken");
         });
         // The terminal event carries the outcome: no need to read the record again.
-        if (ended) return settleEvent(this.taskId, ended);
+        if (ended) return settleEvent(this.taskId, ended) as R;
         let record: TaskResult;
         try {
           record = await this.status();
@@ -101,7 +105,7 @@ export class TaskHandle {
           if (why === "aborted") throw signal!.reason;
           continue;
         }
-        if (isTerminal(record.status)) return settle(record);
+        if (isTerminal(record.status)) return settle(record) as R;
         const why = await Promise.race([woken, expired, aborted]);
         if (why === "timeout") throw new WaitTimeoutError(`task ${this.taskId} to finish`, timeoutMs!);
         if (why === "aborted") throw signal!.reason;
@@ -137,16 +141,16 @@ export class TaskHandle {
   }
 }
 
-function settleEvent(taskId: string, event: StatusEvent): JsonValue {
+function settleEvent(taskId: string, event: StatusEvent): unknown {
   const error = event.error ?? { message: event.status, code: event.status.toUpperCase() };
   if (event.status === "failed") throw new TaskFailedError(taskId, error);
   if (event.status === "cancelled") throw new TaskCancelledError(taskId, error);
-  return (event.result ?? null) as JsonValue;
+  return event.result ?? null;
 }
 
-function settle(record: TaskResult): JsonValue {
+function settle(record: TaskResult): unknown {
   const error = record.error ?? { message: record.status.toLowerCase(), code: record.status };
   if (record.status === "FAILED") throw new TaskFailedError(record.taskId, error);
   if (record.status === "CANCELLED") throw new TaskCancelledError(record.taskId, error);
-  return (record.result ?? null) as JsonValue;
+  return record.result ?? null;
 }

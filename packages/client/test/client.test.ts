@@ -199,6 +199,39 @@ describe("FlotillaClient", () => {
     }
   });
 
+  it("rejects circular input, options and agents with a ValidationError naming the path, writing nothing", async () => {
+    const prefix = `${env.prefix}:circular`;
+    const client = env.client({ prefix });
+    const loop: Record<string, unknown> = { id: 1, list: [] };
+    (loop.list as unknown[]).push({ back: loop });
+    const shared = { n: 1 }; // referenced twice but no loop: fine for JSON, must not be refused
+    const looped = echo().toJSON() as Record<string, unknown>;
+    looped.options = { self: looped };
+    const cases: Array<[unknown, unknown, unknown, string, string]> = [
+      [echo(), { doc: loop }, {}, "doc.list.0.back", "input.doc.list.0.back refers back to input.doc"],
+      [echo(), loop, {}, "list.0.back", "input.list.0.back refers back to input"],
+      [echo(), "x", { metadata: { me: loop } }, "metadata.me.list.0.back", "options.metadata.me.list.0.back refers back to options.metadata.me"],
+      [looped, "x", {}, "options.self", "agent.options.self refers back to agent"],
+    ];
+    for (const [agent, input, options, field, message] of cases) {
+      const one = (await client.submit(agent as never, input as never, options as never).catch((e: unknown) => e)) as ValidationError;
+      expect(one, field).toBeInstanceOf(ValidationError);
+      expect(one.field).toBe(field);
+      expect(one.message).toContain(`circular reference: ${message}`);
+      const many = (await client
+        .submitMany([
+          { agent: echo(), input: { a: shared, b: shared } },
+          { agent: agent as never, input: input as never, options: options as never },
+        ])
+        .catch((e: unknown) => e)) as ValidationError;
+      expect(many, field).toBeInstanceOf(ValidationError);
+      expect(many.field).toBe(`items.1.${field}`);
+      expect(many.issues[0]!.message).toBe(one.issues[0]!.message);
+    }
+    expect(await env.redis.keys(`${prefix}*`)).toEqual([]);
+    expect(await (await client.submit(echo(), { a: shared, b: shared })).status()).toMatchObject({ status: "PENDING" });
+  });
+
   it("distributed() submits through the given client", async () => {
     await env.worker();
     const handle = await distributed(echo(), "via distributed", { client: env.client() });

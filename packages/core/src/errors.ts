@@ -34,6 +34,10 @@ export const ErrorCodes = {
   ALREADY_STARTED: "ALREADY_STARTED",
   /** The client (or another long-lived object) was used after `close()`. */
   CLOSED: "CLOSED",
+  /** The Temporal server could not be reached (Temporal mode). */
+  TEMPORAL_UNAVAILABLE: "TEMPORAL_UNAVAILABLE",
+  /** A feature needs a newer Node.js than the one running (the message names the version). */
+  UNSUPPORTED_NODE: "UNSUPPORTED_NODE",
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];

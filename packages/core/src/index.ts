@@ -28,6 +28,7 @@ export {
 export { newId, parseJsonOr, sleep } from "./ids.ts";
 export { CONSUMER_GROUP, createKeys, type Keys, STATS_BUCKET_MS, splitTaskId, type TaskRef, taskIdOf } from "./keys.ts";
 export { type LogFields, type Logger, silentLogger } from "./logger.ts";
+export type { AgentResult, OutputCarrier, ResultOf } from "./result.ts";
 export {
   type AgentSpec,
   type AgentSpecInput,
@@ -40,6 +41,7 @@ export {
   isTerminal,
   type JsonValue,
   JsonValueSchema,
+  KeyPrefixSchema,
   laneOfPriority,
   type Message,
   MessageSchema,
@@ -50,6 +52,7 @@ export {
   parseInput,
   parseStored,
   QueueNameSchema,
+  RedisUrlSchema,
   type ResolvedSubmitOptions,
   type RunnableSpec,
   RunnableSpecSchema,

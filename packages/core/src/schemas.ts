@@ -10,6 +10,21 @@ export const isTerminal = (status: TaskStatus): boolean => TERMINAL_STATUSES.has
 // Ids end up inside Redis keys and hash tags: no braces, no spaces.
 export const SAFE_ID = /^[A-Za-z0-9_.:-]+$/;
 export const QueueNameSchema = z.string().min(1).max(64).regex(SAFE_ID, "use letters, digits and _ . : - only");
+/** A key prefix: what `createKeys` accepts. */
+export const KeyPrefixSchema = z
+  .string()
+  .min(1, "must not be empty")
+  .regex(/^[^{}\s]+$/, "use no braces or spaces");
+/**
+ * A Redis URL as ioredis reads it: `redis://` or `rediss://`, a unix socket path, or `host:port`.
+ * Another scheme (`http://…`) is refused here: ioredis would take its host apart and fail much later.
+ */
+export const RedisUrlSchema = z
+  .string()
+  .min(1, "must not be empty")
+  .refine((url) => !/^[a-z][a-z0-9+.-]*:\/\//i.test(url) || /^rediss?:\/\//i.test(url), {
+    message: "expected a redis:// or rediss:// URL, a unix socket path or host:port",
+  });
 /** A task's name within its queue. */
 export const TaskNameSchema = z.string().min(1).max(128).regex(SAFE_ID, "use letters, digits and _ . : - only");
 /** A task's id: `<queue>/<name>`. The queue part keeps a task's keys in its queue's cluster slot. */

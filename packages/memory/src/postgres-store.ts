@@ -1,11 +1,30 @@
 import { ValidationError } from "@flotilla/core";
-import type { Pool, PoolConfig } from "pg";
 import { asJson, checkConversationId, type MemoryEntry, type MemoryStore, parseEntry } from "./store.ts";
+
+// `pg` is an optional peer dependency: these types say what the store needs of it in our own words,
+// so the published .d.ts compile for applications that never install pg (`skipLibCheck: false`).
+
+/** What the store uses of a `pg` Pool (a `pg.Pool` is one). */
+export interface PgPool {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
+  end(): Promise<void>;
+}
+
+/** What `new pg.Pool(config)` takes (pg's `PoolConfig`), handed to it as it is. */
+export interface PgPoolConfig {
+  connectionString?: string;
+  host?: string;
+  port?: number;
+  user?: string;
+  database?: string;
+  /** Any other `PoolConfig` option: `password`, `ssl`, `max`, `idleTimeoutMillis`, … */
+  [pgOption: string]: unknown;
+}
 
 export interface PostgresMemoryOptions {
   /** An existing pool (never closed by us), or how to open one. */
-  pool?: Pool;
-  connection?: string | PoolConfig;
+  pool?: PgPool;
+  connection?: string | PgPoolConfig;
   /** @default "flotilla_messages" */
   table?: string;
 }
@@ -14,7 +33,7 @@ export interface PostgresMemoryOptions {
 export class PostgresMemoryStore implements MemoryStore {
   private readonly options: PostgresMemoryOptions;
   private readonly table: string;
-  private pool: Promise<Pool> | undefined;
+  private pool: Promise<PgPool> | undefined;
   private owned = false;
   private ready: Promise<void> | undefined;
 
@@ -25,10 +44,10 @@ export class PostgresMemoryStore implements MemoryStore {
       throw ValidationError.of("postgres memory options", "table", `invalid table name "${this.table}": lower-case letters, digits and _ only`);
   }
 
-  private async db(): Promise<Pool> {
+  private async db(): Promise<PgPool> {
     this.pool ??= (async () => {
       if (this.options.pool) return this.options.pool;
-      const { default: pg } = (await import("pg")) as unknown as { default: { Pool: new (c: PoolConfig) => Pool } };
+      const { default: pg } = (await import("pg")) as unknown as { default: { Pool: new (c: PgPoolConfig) => PgPool } };
       const c = this.options.connection;
       this.owned = true;
       return new pg.Pool(typeof c === "string" ? { connectionString: c } : (c ?? {}));
@@ -51,7 +70,7 @@ export class PostgresMemoryStore implements MemoryStore {
   async entries(conversationId: string): Promise<MemoryEntry[]> {
     const db = await this.db();
     const { rows } = await db.query(`SELECT entry FROM ${this.table} WHERE conversation_id = $1 ORDER BY seq`, [checkConversationId(conversationId)]);
-    return rows.map((r: { entry: unknown }) => parseEntry(r.entry, conversationId));
+    return (rows as Array<{ entry: unknown }>).map((r) => parseEntry(r.entry, conversationId));
   }
 
   async append(conversationId: string, entries: readonly MemoryEntry[]): Promise<void> {

@@ -1,5 +1,27 @@
 import type { DatabaseSync } from "node:sqlite";
+import { ErrorCodes, FlotillaError } from "@flotilla/core";
 import { asJson, checkConversationId, type MemoryEntry, type MemoryStore, parseEntry } from "./store.ts";
+
+/** Flotilla's supported Node (every package's `engines`); `node:sqlite` is built in, unflagged, from 22.13. */
+const SUPPORTED_NODE = "22.15";
+
+/**
+ * Node's built-in SQLite. On a Node without it (20, or 22 before 22.13 without a flag) the import
+ * fails with a bare ERR_UNKNOWN_BUILTIN_MODULE: said instead as a FlotillaError (UNSUPPORTED_NODE)
+ * naming the Node it needs. Not retryable: every attempt on this worker would fail the same way.
+ */
+async function loadSqlite(): Promise<typeof import("node:sqlite")> {
+  try {
+    return await import("node:sqlite");
+  } catch (err) {
+    if ((err as { code?: string })?.code !== "ERR_UNKNOWN_BUILTIN_MODULE") throw err;
+    throw new FlotillaError(
+      ErrorCodes.UNSUPPORTED_NODE,
+      `the SQLite memory store needs node:sqlite, built into Node >= ${SUPPORTED_NODE} (Flotilla's supported Node); this is Node ${process.version}`,
+      { cause: err, retryable: false },
+    );
+  }
+}
 
 /** Conversations in a SQLite file, through Node's built-in `node:sqlite`. */
 export class SqliteMemoryStore implements MemoryStore {
@@ -14,7 +36,7 @@ export class SqliteMemoryStore implements MemoryStore {
   // Loaded on first use: importing this package must not load node:sqlite for Redis-only users.
   private async db(): Promise<DatabaseSync> {
     if (this.opened) return this.opened;
-    const { DatabaseSync } = await import("node:sqlite");
+    const { DatabaseSync } = await loadSqlite();
     const db = new DatabaseSync(this.path);
     db.exec(`PRAGMA journal_mode = WAL;
       CREATE TABLE IF NOT EXISTS flotilla_messages (

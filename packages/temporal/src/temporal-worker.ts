@@ -1,7 +1,8 @@
 import { extname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { NativeConnection, Worker } from "@temporalio/worker";
+import { type NativeConnection, Worker } from "@temporalio/worker";
 import { type ActivityOptions, createActivities } from "./activities.ts";
+import { connectTemporal } from "./connect.ts";
 
 export interface TemporalWorkerOptions extends ActivityOptions {
   /** A connection to Temporal (stays yours to close), or where to open one (closed with the worker). */
@@ -50,7 +51,7 @@ export const webpackConfigHook = (config: { resolve?: { conditionNames?: string[
  */
 export async function createTemporalWorker(options: TemporalWorkerOptions = {}): Promise<TemporalWorker> {
   const ownConnection = options.connection === undefined;
-  const connection = options.connection ?? (await NativeConnection.connect({ address: options.address ?? "127.0.0.1:7233" }));
+  const connection = options.connection ?? (await connectTemporal(options.address ?? "127.0.0.1:7233"));
   const activities = createActivities(options);
   const release = async () => {
     await activities.close();

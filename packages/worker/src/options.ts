@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import type { Agent, LanguageModel, OpenAICompatibleEndpoint, ProviderFactory, Swarm, ToolRegistry } from "@flotilla/agent";
+import type { Agent, LanguageModel, OpenAICompatibleEndpoint, ProviderFactory, Swarm, Tool, ToolRegistry } from "@flotilla/agent";
 import {
   type Backoff,
   type BackoffOptions,
@@ -8,19 +8,18 @@ import {
   type Logger,
   newId,
   parseInput,
-  QueueNameSchema,
   type Retention,
   type RetentionOptions,
   type RunnableSpec,
   RunnableSpecSchema,
   resolveRetention,
   silentLogger,
-  ValidationError,
 } from "@flotilla/core";
 import type { RedisConnection } from "@flotilla/core/redis";
 import type { MemoryStore } from "@flotilla/memory";
 import { defaultMetrics, type FlotillaMetrics } from "@flotilla/metrics";
 import type { Executor } from "./executor.ts";
+import { WorkerOptionsSchema } from "./options-schema.ts";
 
 export interface WorkerOptions {
   /** Redis URL, ioredis options or instance. @default process.env.REDIS_URL ?? "redis://127.0.0.1:6379" */
@@ -37,9 +36,12 @@ export interface WorkerOptions {
    * A task naming any other agent fails with UNKNOWN_AGENT.
    * @default undefined: any agent a task carries
    */
-  agents?: ReadonlyArray<Agent | Swarm | RunnableSpec>;
-  /** Tools by name. A task can use only these. @default none */
-  tools?: ToolRegistry;
+  agents?: ReadonlyArray<Agent<unknown> | Swarm | RunnableSpec>;
+  /**
+   * The tools tasks may use, by name: an array of tools (by each tool's `name`; a name twice is a
+   * ValidationError), or a Map or record by name. A task can use only these. @default none
+   */
+  tools?: ToolRegistry | readonly Tool[];
   /**
    * Makes the model for a `provider:model` name; asked first. Then: the built-in `scripted` model,
    * `openAICompatible` endpoints, and installed AI SDK provider packages with their API keys in
@@ -132,48 +134,35 @@ export interface ResolvedWorkerOptions {
   gaugeIntervalMs: number;
 }
 
-const MIN_LEASE_MS = 300;
-const invalid = (field: string, message: string) => ValidationError.of("worker options", field, message);
-
-function positiveInt(field: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) throw invalid(field, `must be a positive integer, got ${value}`);
-  return value;
-}
-
 /** The one place the Worker's defaults are applied (from DEFAULTS, shared with health and the worker app). */
 export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOptions {
-  const queues = (options.queues ?? [DEFAULTS.queue]).map((q) => parseInput(QueueNameSchema, q, "queue name"));
-  if (queues.length === 0) throw invalid("queues", "a worker needs at least one queue");
-  const leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
-  if (!(leaseMs >= MIN_LEASE_MS)) throw invalid("leaseMs", `must be at least ${MIN_LEASE_MS}, got ${leaseMs}`);
-  const fairnessEvery = options.fairnessEvery ?? DEFAULTS.fairnessEvery;
-  if (!Number.isInteger(fairnessEvery) || fairnessEvery < 0)
-    throw invalid("fairnessEvery", `must be 0 (strict priority) or an integer of at least 2, got ${fairnessEvery}`);
-  const agents = options.agents?.map((a) => parseInput(RunnableSpecSchema, "toJSON" in a ? a.toJSON() : a, "agent"));
+  const o = parseInput(WorkerOptionsSchema, options, "worker options");
+  const fairnessEvery = o.fairnessEvery ?? DEFAULTS.fairnessEvery;
+  const agents = o.agents?.map((a) => parseInput(RunnableSpecSchema, "toJSON" in a ? a.toJSON() : a, "agent"));
   return {
-    redis: options.redis,
-    prefix: options.prefix ?? DEFAULTS.prefix,
-    queues,
-    concurrency: positiveInt("concurrency", options.concurrency ?? DEFAULTS.concurrency),
+    redis: o.redis,
+    prefix: o.prefix ?? DEFAULTS.prefix,
+    queues: o.queues ?? [DEFAULTS.queue],
+    concurrency: o.concurrency ?? DEFAULTS.concurrency,
     agents: agents && new Map(agents.map((spec) => [spec.name, spec])),
-    executor: options.executor,
-    tools: options.tools,
-    providerFactory: options.providerFactory,
-    openAICompatible: options.openAICompatible,
-    model: options.model,
-    memory: options.memory,
-    heartbeatTtlMs: positiveInt("heartbeatTtlMs", options.heartbeatTtlMs ?? DEFAULTS.heartbeatTtlMs),
-    blockMs: positiveInt("blockMs", options.blockMs ?? DEFAULTS.blockMs),
-    leaseMs,
-    backoff: parseInput(BackoffSchema, options.backoff ?? {}, "backoff"),
-    promoteIntervalMs: positiveInt("promoteIntervalMs", options.promoteIntervalMs ?? DEFAULTS.promoteIntervalMs),
+    executor: o.executor,
+    tools: o.tools,
+    providerFactory: o.providerFactory,
+    openAICompatible: o.openAICompatible,
+    model: o.model,
+    memory: o.memory,
+    heartbeatTtlMs: o.heartbeatTtlMs ?? DEFAULTS.heartbeatTtlMs,
+    blockMs: o.blockMs ?? DEFAULTS.blockMs,
+    leaseMs: o.leaseMs ?? DEFAULTS.leaseMs,
+    backoff: o.backoff ?? parseInput(BackoffSchema, {}, "backoff"),
+    promoteIntervalMs: o.promoteIntervalMs ?? DEFAULTS.promoteIntervalMs,
     // 1 would let low and normal take turns first every round: the same as 2, said plainly.
     fairnessEvery: fairnessEvery === 1 ? 2 : fairnessEvery,
-    workerId: options.workerId ?? `${hostname()}-${process.pid}-${newId().slice(-6)}`,
-    connectTimeoutMs: positiveInt("connectTimeoutMs", options.connectTimeoutMs ?? DEFAULTS.workerConnectTimeoutMs),
-    retention: resolveRetention(options.retention),
-    logger: options.logger ?? silentLogger,
-    metrics: options.metrics ?? defaultMetrics(),
-    gaugeIntervalMs: positiveInt("gaugeIntervalMs", options.gaugeIntervalMs ?? DEFAULTS.gaugeIntervalMs),
+    workerId: o.workerId ?? `${hostname()}-${process.pid}-${newId().slice(-6)}`,
+    connectTimeoutMs: o.connectTimeoutMs ?? DEFAULTS.workerConnectTimeoutMs,
+    retention: resolveRetention(o.retention),
+    logger: o.logger ?? silentLogger,
+    metrics: o.metrics ?? defaultMetrics(),
+    gaugeIntervalMs: o.gaugeIntervalMs ?? DEFAULTS.gaugeIntervalMs,
   };
 }

@@ -1,0 +1,94 @@
+import { defineTool, type Tool } from "@flotilla/agent";
+import { scripted } from "@flotilla/testing";
+import { useFlotilla } from "@flotilla/testing/vitest";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { ValidationError } from "@flotilla/core";
+import { Worker, type WorkerOptions } from "../src/index.ts";
+
+const lookup = defineTool({
+  name: "lookup",
+  description: "looks a word up",
+  inputSchema: z.object({ word: z.string() }),
+  execute: ({ word }) => ({ word, length: word.length }),
+});
+
+/** What plain JavaScript can pass, whatever the types say. */
+const construct = (options: unknown) => () => new Worker(options as WorkerOptions);
+
+describe("Worker options", () => {
+  const h = useFlotilla("worker-options");
+
+  it("takes tools as an array, by each tool's name, as the worker app does", async () => {
+    await h.worker({ tools: [lookup], queues: ["array-tools"] });
+    const id = await h.submit(scripted("dict", { toolCalls: [{ name: "lookup", args: { word: "fleet" } }] }, { tools: ["lookup"] }), "define", {
+      queue: "array-tools",
+    });
+    expect(await h.until(id)).toMatchObject({ status: "COMPLETED" });
+    const result = (await h.events(id)).find((e) => e.type === "tool_result");
+    expect(result).toMatchObject({ name: "lookup", result: { word: "fleet", length: 5 }, isError: false });
+  });
+
+  it("keeps a tool's own object: a class instance still has its methods and `this`", async () => {
+    class Counter implements Tool {
+      name = "count";
+      description = "counts";
+      inputSchema = z.object({});
+      private calls = 0;
+      execute() {
+        this.calls += 1;
+        return { calls: this.calls };
+      }
+    }
+    await h.worker({ tools: [new Counter()], queues: ["class-tools"] });
+    const id = await h.submit(scripted("counting", { toolCalls: [{ name: "count", args: {} }] }, { tools: ["count"] }), "x", { queue: "class-tools" });
+    expect(await h.until(id)).toMatchObject({ status: "COMPLETED" });
+    expect((await h.events(id)).find((e) => e.type === "tool_result")).toMatchObject({ result: { calls: 1 }, isError: false });
+  });
+
+  it("refuses bad options at construction with a ValidationError naming the field", () => {
+    const cases: Array<[unknown, string, RegExp]> = [
+      [{ tools: [lookup, { ...lookup }] }, "tools.1.name", /a second tool named "lookup"/],
+      [{ tools: [{ name: "half", description: "no execute", inputSchema: z.object({}) }] }, "tools.0.execute", /must be a function/],
+      [{ tools: [lookup.name] }, "tools.0", /expected object/],
+      [{ tools: { lookup: { ...lookup, inputSchema: { type: "object" } } } }, "tools.lookup.inputSchema", /must be a zod schema/],
+      [{ tools: "lookup" }, "tools", /an array of tools, or a Map or record of tools by name/],
+      [{ redis: "http://127.0.0.1:6379" }, "redis", /redis:\/\/ or rediss:\/\//],
+      [{ prefix: "" }, "prefix", /must not be empty/],
+      [{ queues: [] }, "queues", /at least one queue/],
+      [{ queues: ["a b"] }, "queues.0", /letters, digits/],
+      [{ concurrency: 0 }, "concurrency", /positive integer/],
+      [{ concurrency: 2.5 }, "concurrency", /positive integer/],
+      [{ leaseMs: 100 }, "leaseMs", /at least 300/],
+      [{ fairnessEvery: -1 }, "fairnessEvery", /strict priority/],
+      [{ executor: { run() {} } }, "executor.execute", /must be a function/],
+      [{ logger: console.log }, "logger", /expected object/],
+      [{ retention: { recordTtl: 5 } }, "retention", /recordTtl/],
+      [{ tool: [lookup] }, "", /tool/],
+    ];
+    for (const [options, field, message] of cases) {
+      const err = (() => {
+        try {
+          construct(options)();
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(err, field).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).field, (err as Error).message).toBe(field || "worker options");
+      expect((err as ValidationError).issues[0]!.message, field).toMatch(message);
+    }
+  });
+
+  it("accepts what it always did: tools by name in a record or a Map, a redis URL, a socket path or ioredis options", () => {
+    const ok: WorkerOptions[] = [
+      { tools: { lookup } },
+      { tools: new Map([["lookup", lookup as Tool]]) },
+      { redis: "rediss://user:pw@redis.example:6380/2" },
+      { redis: "/var/run/redis.sock" },
+      { redis: { host: "127.0.0.1", port: 6379 } },
+      { backoff: { delayMs: 10 }, retention: { recordTtlMs: 1000 }, logger: console },
+    ];
+    for (const options of ok) expect(construct(options), JSON.stringify(options)).not.toThrow();
+  });
+});
