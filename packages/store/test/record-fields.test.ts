@@ -134,7 +134,8 @@ describe("a settled record", () => {
     for (const field of ["result", "error", "usage", "retryAt"]) expect(ok).not.toHaveProperty(field);
     expect(await redis.hget(keys.task("rs/bad"), "error")).toBeNull();
     const [[, letter]] = (await redis.xrange(keys.deadLetters("rs"), "-", "+")) as [[string, string[]]];
-    const fields = Object.fromEntries(letter.reduce<string[][]>((pairs, v, i) => (i % 2 ? pairs : [...pairs, [v, letter[i + 1]!]]), []));
+    const fields: Record<string, string> = {};
+    for (let i = 0; i + 1 < letter.length; i += 2) fields[letter[i]!] = letter[i + 1]!;
     expect(fields.reason).toBe("");
     expect(JSON.parse(fields.extra!)).toEqual({ attempts: 1, lastError: null, priority: "normal" });
     const record = await store.get("rs/ok");

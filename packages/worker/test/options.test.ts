@@ -1,9 +1,9 @@
 import { defineTool, type Tool } from "@flotilla/agent";
+import { ValidationError } from "@flotilla/core";
 import { scripted } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ValidationError } from "@flotilla/core";
 import { Worker, type WorkerOptions } from "../src/index.ts";
 
 const lookup = defineTool({
