@@ -93,17 +93,17 @@ describe("resolveWorkerOptions", () => {
   });
 
   it.each([
-    ["concurrency", { concurrency: 0 }, "must be a positive integer, got 0"],
-    ["concurrency", { concurrency: 1.5 }, "must be a positive integer, got 1.5"],
-    ["heartbeatTtlMs", { heartbeatTtlMs: -1 }, "got -1"],
-    ["blockMs", { blockMs: 0 }, "got 0"],
-    ["promoteIntervalMs", { promoteIntervalMs: 0 }, "got 0"],
-    ["connectTimeoutMs", { connectTimeoutMs: 0 }, "got 0"],
-    ["gaugeIntervalMs", { gaugeIntervalMs: 0 }, "got 0"],
-    ["leaseMs", { leaseMs: 299 }, "must be at least 300, got 299"],
-    ["leaseMs", { leaseMs: Number.NaN }, "must be at least 300, got NaN"],
-    ["fairnessEvery", { fairnessEvery: -1 }, "got -1"],
-    ["fairnessEvery", { fairnessEvery: 2.5 }, "got 2.5"],
+    ["concurrency", { concurrency: 0 }, "must be a positive integer"],
+    ["concurrency", { concurrency: 1.5 }, "must be a positive integer"],
+    ["heartbeatTtlMs", { heartbeatTtlMs: -1 }, "must be a positive integer"],
+    ["blockMs", { blockMs: 0 }, "must be a positive integer"],
+    ["promoteIntervalMs", { promoteIntervalMs: 0 }, "must be a positive integer"],
+    ["connectTimeoutMs", { connectTimeoutMs: 0 }, "must be a positive integer"],
+    ["gaugeIntervalMs", { gaugeIntervalMs: 0 }, "must be a positive integer"],
+    ["leaseMs", { leaseMs: 299 }, "must be at least 300"],
+    ["leaseMs", { leaseMs: Number.NaN }, "expected number"],
+    ["fairnessEvery", { fairnessEvery: -1 }, "must be 0 (strict priority) or an integer of at least 2"],
+    ["fairnessEvery", { fairnessEvery: 2.5 }, "must be an integer"],
     ["queues", { queues: [] }, "a worker needs at least one queue"],
   ])("refuses a bad %s with a ValidationError naming it", (field, options, message) => {
     const err = refusal(options);
