@@ -211,9 +211,9 @@ describe("runLoop (the tool loop with fake effects)", () => {
     }
     expect(events.map((e) => e.type)).toEqual(["text", "tool_result", "text"]);
   });
-  it("streams what a turn's tool calls emit while they run, as it comes, before the turn's results; then drops what comes after", async () => {
+  it("streams what a turn's tool calls emit while they run, as it comes, before the turn's results", async () => {
     const { effects } = fakeEffects({});
-    let lateEmit: ((e: AgentEvent) => void) | undefined;
+    const finished: string[] = [];
     const streaming: LoopEffects = {
       ...effects,
       enter: () => ({
@@ -224,7 +224,7 @@ describe("runLoop (the tool loop with fake effects)", () => {
             await new Promise((r) => setTimeout(r, wait));
             emit({ type: "progress", toolCallId: call.toolCallId, name: call.name, data: i });
           }
-          lateEmit = emit;
+          finished.push(call.name);
           return { result: call.name, isError: false };
         },
       }),
@@ -236,8 +236,8 @@ describe("runLoop (the tool loop with fake effects)", () => {
     const loop = runLoop(agent("a"), input, streaming);
     for (let next = await loop.next(); !next.done; next = await loop.next()) {
       events.push(next.value);
-      // Yielded while the slow call still runs: the stream is not held until the turn ends.
-      if (events.length === 1) expect(lateEmit).toBeUndefined();
+      // Yielded while the calls still run: the stream is not held until the turn ends.
+      if (events.length === 1) expect(finished).toEqual([]);
     }
     expect(events.map((e) => (e.type === "progress" ? `${e.name}:${e.data}` : `${e.type}:${(e as { name: string }).name}`))).toEqual([
       "fast:1",
@@ -247,8 +247,32 @@ describe("runLoop (the tool loop with fake effects)", () => {
       "tool_result:slow",
       "tool_result:fast",
     ]);
-    lateEmit!({ type: "progress", toolCallId: "c0", name: "slow", data: "late" });
-    expect(events).toHaveLength(6);
+  });
+
+  it("drops what a call emits once the turn's calls have all settled, even while the reader is still on an earlier event", async () => {
+    const { effects } = fakeEffects({});
+    const streaming: LoopEffects = {
+      ...effects,
+      enter: () => ({
+        modelTurn: async (_messages, { step }) => (step === 0 ? turn("", ["t", {}]) : turn("end")),
+        async toolCall(call, _turn, emit) {
+          emit({ type: "progress", toolCallId: call.toolCallId, name: call.name, data: "working" });
+          setTimeout(() => emit({ type: "progress", toolCallId: call.toolCallId, name: call.name, data: "late" }), 10);
+          return { result: "ok", isError: false };
+        },
+      }),
+      async *toolResults(results) {
+        for (const r of results) yield { type: "tool_result", toolCallId: r.call.toolCallId, name: r.call.name, result: r.result, isError: r.isError };
+      },
+    };
+    const events: AgentEvent[] = [];
+    const loop = runLoop(agent("a"), input, streaming);
+    for (let next = await loop.next(); !next.done; next = await loop.next()) {
+      events.push(next.value);
+      // A slow reader: the call settled and the late event was emitted before it asks for the next one.
+      if (events.length === 1) await new Promise((r) => setTimeout(r, 40));
+    }
+    expect(events.map((e) => (e.type === "progress" ? e.data : e.type))).toEqual(["working", "tool_result"]);
   });
 
   it("fails with a tool call's error at once, without waiting for the turn's other calls", async () => {

@@ -205,8 +205,8 @@ describe("run.stream and a tool's UnrecoverableError", () => {
 });
 
 describe("run.stream and a tool's progress", () => {
-  it("yields each progress event as it comes, between the call's tool_call and its tool_result, and none after the tool returned", async () => {
-    let late: ToolContext["progress"] | undefined;
+  it("yields each progress event as it comes, between the call's tool_call and its tool_result", async () => {
+    let returned = false;
     const crawl = defineTool({
       name: "crawl",
       description: "crawls pages, saying how far it got",
@@ -216,7 +216,7 @@ describe("run.stream and a tool's progress", () => {
           await new Promise((r) => setTimeout(r, 5));
           ctx.progress({ done, total: pages });
         }
-        late = ctx.progress;
+        returned = true;
         return pages;
       },
     });
@@ -229,20 +229,58 @@ describe("run.stream and a tool's progress", () => {
     const seen: AgentEvent[] = [];
     const gen = run.stream(agent, "go", { tools: { crawl } });
     // The consumer sees progress while the tool still runs, not once the turn is over.
-    let resultAtFirstProgress: boolean | undefined;
+    let returnedAtFirstProgress: boolean | undefined;
     for (let next = await gen.next(); !next.done; next = await gen.next()) {
       seen.push(next.value);
-      if (next.value.type === "progress" && resultAtFirstProgress === undefined) resultAtFirstProgress = late !== undefined;
+      if (next.value.type === "progress" && returnedAtFirstProgress === undefined) returnedAtFirstProgress = returned;
     }
-    expect(resultAtFirstProgress).toBe(false);
+    expect(returnedAtFirstProgress).toBe(false);
     const shape = seen.map((e) => e.type).filter((t, i, all) => t !== "text" || all[i - 1] !== "text");
     expect(shape).toEqual(["tool_call", "step", "progress", "progress", "progress", "tool_result", "text", "step", "usage"]);
     expect(seen.filter((e) => e.type === "progress")).toEqual(
       [1, 2, 3].map((done) => ({ type: "progress", toolCallId: "call_1", name: "crawl", data: { done, total: 3 } })),
     );
-    // Called after the tool returned: dropped.
-    late!("too late");
-    expect(seen.some((e) => e.type === "progress" && e.data === "too late")).toBe(false);
+  });
+
+  it("drops a tool's progress once it returned, while the turn's other calls still run", async () => {
+    let quickProgress: ToolContext["progress"] | undefined;
+    const quick = defineTool({
+      name: "quick",
+      description: "returns at once, keeping its progress function",
+      inputSchema: z.object({}),
+      execute: (_, ctx) => {
+        quickProgress = ctx.progress;
+        return "quick";
+      },
+    });
+    const slow = defineTool({
+      name: "slow",
+      description: "reports through quick's progress after quick returned",
+      inputSchema: z.object({}),
+      execute: async (_, ctx) => {
+        await new Promise((r) => setTimeout(r, 20));
+        quickProgress!("after quick returned");
+        ctx.progress("slow working");
+        return "slow";
+      },
+    });
+    const agent = new Agent({
+      name: "pair",
+      model: "scripted:m",
+      tools: ["quick", "slow"],
+      options: {
+        scripted: {
+          toolCalls: [
+            { name: "quick", args: {} },
+            { name: "slow", args: {} },
+          ],
+        },
+      },
+    });
+    const { events } = await drain(run.stream(agent, "go", { tools: { quick, slow } }));
+    expect(events.filter((e) => e.type === "progress").map((e) => `${(e as { name: string }).name}: ${(e as { data: string }).data}`)).toEqual([
+      "slow: slow working",
+    ]);
   });
 
   it("rejects progress that is not JSON with a ValidationError, and hands readers a copy", async () => {

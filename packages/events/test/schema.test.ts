@@ -26,7 +26,7 @@ describe("FlotillaEventSchema", () => {
     expect(FlotillaEventSchema.safeParse({ ...stamp, type: "status", status }).success).toBe(true);
   });
 
-  it("refuses an unknown type, an unknown status and a negative step index", () => {
+  it("refuses an unknown type, an unknown status, a negative step index and a progress event naming no call", () => {
     expect(FlotillaEventSchema.safeParse({ ...stamp, type: "", delta: "x" }).success).toBe(false);
     expect(FlotillaEventSchema.safeParse({ ...stamp, type: "status", status: "" }).success).toBe(false);
     expect(FlotillaEventSchema.safeParse({ ...stamp, type: "step", index: -1, finishReason: "stop" }).success).toBe(false);
