@@ -153,7 +153,8 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
           const { result, isError } = await runToolCall(tool, args.call, { signal, taskId: args.taskId, attempt, onProgress: (e) => progress.emit(e) });
           return { result, isError };
         } finally {
-          await progress.flush();
+          // Progress that could not be published must not fail (and so repeat) the tool call itself.
+          await progress.flush().catch(() => {});
         }
       });
     },
