@@ -3,5 +3,5 @@
 // tool definitions a turn offers, and the check of a final answer against its output schema.
 export { parseOutput } from "./output.ts";
 export type { ToolCall, ToolOutput } from "./steps.ts";
-export { lookupTool, resolveTools, runToolCall, toolDefinitions } from "./tool.ts";
+export { lookupTool, type ProgressEvent, resolveTools, runToolCall, type ToolCallContext, toolDefinitions } from "./tool.ts";
 export { modelTurn, type TurnRequest, type TurnResult } from "./turn.ts";

@@ -1,6 +1,9 @@
 // @flotilla/agent: defining agents, swarms and tools, and running them in process. What a durable
 // executor builds on is in "@flotilla/agent/effects" (a model turn, a tool call) and
 // "@flotilla/agent/loop" (the tool loop as a pure driver, importable from workflow code).
+
+// Thrown from a tool or a model to fail the task at once: re-exported so a tool needs no @flotilla/core.
+export { UnrecoverableError } from "@flotilla/core";
 export { Agent, type AgentConfig } from "./agent.ts";
 export {
   KNOWN_PROVIDERS,
@@ -15,4 +18,4 @@ export { type RunOptions, type RunResult, run } from "./run.ts";
 export { type Script, ScriptSchema, scriptedModel } from "./scripted.ts";
 export { HANDOFF_TOOL } from "./steps.ts";
 export { Swarm, type SwarmConfig } from "./swarm.ts";
-export { defineTool, type Tool, type ToolContext, type ToolRegistry } from "./tool.ts";
+export { defineTool, type ProgressEvent, type Tool, type ToolContext, type ToolRegistry } from "./tool.ts";

@@ -61,12 +61,12 @@ export function localEffects(options: LocalEffectsOptions): LoopEffects {
           yield { type: "step", index: step, finishReason: turn.finishReason, usage: turn.usage };
           return turn;
         },
-        async toolCall(call) {
+        async toolCall(call, _turn, emit) {
           const tool = tools.find((t) => t.name === call.name);
           const span = tracer().startSpan("flotilla.tool", { attributes: { "flotilla.tool": call.name, "flotilla.tool_call_id": call.toolCallId } });
           try {
             const out = await context.with(trace.setSpan(context.active(), span), () =>
-              runToolCall(tool, call, { signal, taskId: options.taskId, attempt: options.attempt }),
+              runToolCall(tool, call, { signal, taskId: options.taskId, attempt: options.attempt, onProgress: emit }),
             );
             endSpan(span, out.isError ? { name: "ToolError", message: String(out.result) } : undefined);
             return out;

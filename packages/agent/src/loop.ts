@@ -16,6 +16,7 @@ import {
   toolMessage,
   unknownToolResult,
 } from "./steps.ts";
+import { streamWhile } from "./stream-while.ts";
 
 /** An effect's outcome: awaited, or streamed (its events are the run's, yielded as they come). */
 export type Effect<T> = Promise<T> | AsyncGenerator<AgentEvent, T, undefined>;
@@ -41,8 +42,12 @@ export interface TurnContext {
 export interface AgentEffects {
   /** One model turn over the conversation so far. */
   modelTurn(messages: readonly Message[], turn: TurnContext): Effect<TurnOutput>;
-  /** One call of a tool (never the handoff tool, which the loop answers itself). Calls of a turn run at once. */
-  toolCall(call: ToolCall, turn: TurnContext): Promise<ToolOutput>;
+  /**
+   * One call of a tool (never the handoff tool, which the loop answers itself). Calls of a turn run
+   * at once; the events a call hands `emit` while it runs (its progress) join the run's stream as
+   * they come, before the turn's results.
+   */
+  toolCall(call: ToolCall, turn: TurnContext, emit: (event: AgentEvent) => void): Promise<ToolOutput>;
 }
 
 /** Control passes to another agent: a handoff, or a pipeline's next agent. */
@@ -147,15 +152,17 @@ async function* runAgent(agent: AgentSpec, state: State, handoffTargets: readonl
     if (turn.toolCalls.length === 0) break;
     const handoff = turn.toolCalls.find((c) => c.name === HANDOFF_TOOL);
     // Every call starts before any is awaited: in the workflow, their activities are scheduled in call order.
-    const results = await Promise.all(
-      turn.toolCalls.map(async (call): Promise<ToolResult> => {
-        if (call.name === HANDOFF_TOOL) return { call, ...handoffResult(call, handoffTargets, call === handoff) };
-        // Only the agent's own tools run, whatever else the worker registers (and in Temporal mode,
-        // whatever the activity worker could run): a model asking for another is told so.
-        if (state.options.ownToolsOnly !== false && !agent.tools.includes(call.name)) return { call, ...unknownToolResult(call.name) };
-        const { result, isError } = await own.toolCall(call, turnContext);
-        return { call, result, isError };
-      }),
+    const results = yield* streamWhile((emit) =>
+      Promise.all(
+        turn.toolCalls.map(async (call): Promise<ToolResult> => {
+          if (call.name === HANDOFF_TOOL) return { call, ...handoffResult(call, handoffTargets, call === handoff) };
+          // Only the agent's own tools run, whatever else the worker registers (and in Temporal mode,
+          // whatever the activity worker could run): a model asking for another is told so.
+          if (state.options.ownToolsOnly !== false && !agent.tools.includes(call.name)) return { call, ...unknownToolResult(call.name) };
+          const { result, isError } = await own.toolCall(call, turnContext, emit);
+          return { call, result, isError };
+        }),
+      ),
     );
     yield* perform(effects.toolResults(results, turnContext));
     state.messages.push(...results.map(toolMessage));

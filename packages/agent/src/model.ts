@@ -12,8 +12,17 @@ export type ProviderFactory = (model: string) => LanguageModel | undefined | Pro
 export interface OpenAICompatibleEndpoint {
   /** e.g. `http://127.0.0.1:11434/v1` */
   baseURL: string;
+  /** @default none */
   apiKey?: string;
+  /** @default none */
   headers?: Record<string, string>;
+  /**
+   * Send an agent's output schema as `response_format: { type: "json_schema", json_schema: { schema,
+   * strict } }` (vLLM, Ollama, LM Studio, OpenAI and most gateways know it); `false` sends only
+   * `{ type: "json_object" }`, for a server that knows no more. Also
+   * `FLOTILLA_PROVIDER_<NAME>_STRUCTURED_OUTPUTS=false`. @default true
+   */
+  structuredOutputs?: boolean;
 }
 
 export interface ModelResolverOptions {
@@ -89,16 +98,24 @@ export class ModelResolver {
   private async makeProvider(name: string, model: string): Promise<ProviderFn> {
     const env = this.options.env ?? process.env;
     const envName = name.toUpperCase().replace(/[^A-Z0-9]/g, "_");
-    const endpoint =
+    const fromEnv = (key: string) => env[`FLOTILLA_PROVIDER_${envName}_${key}`];
+    const endpoint: OpenAICompatibleEndpoint | undefined =
       this.options.openAICompatible?.[name] ??
-      (env[`FLOTILLA_PROVIDER_${envName}_BASE_URL`]
-        ? { baseURL: env[`FLOTILLA_PROVIDER_${envName}_BASE_URL`]!, apiKey: env[`FLOTILLA_PROVIDER_${envName}_API_KEY`] }
+      (fromEnv("BASE_URL")
+        ? {
+            baseURL: fromEnv("BASE_URL")!,
+            ...(fromEnv("API_KEY") && { apiKey: fromEnv("API_KEY") }),
+            ...(fromEnv("STRUCTURED_OUTPUTS") && { structuredOutputs: !/^(false|0|no|off)$/i.test(fromEnv("STRUCTURED_OUTPUTS")!.trim()) }),
+          }
         : undefined);
     if (endpoint) {
       const { createOpenAICompatible } = (await importProvider("@ai-sdk/openai-compatible", model)) as {
         createOpenAICompatible: (o: Record<string, unknown>) => { chatModel: ProviderFn };
       };
-      const provider = createOpenAICompatible({ name, includeUsage: true, ...endpoint });
+      const { structuredOutputs = true, ...connection } = endpoint;
+      // Without supportsStructuredOutputs the provider drops the schema and asks for any JSON object;
+      // strict decoding is its default then (`strictJsonSchema` in the agent's provider options turns it off).
+      const provider = createOpenAICompatible({ name, includeUsage: true, supportsStructuredOutputs: structuredOutputs, ...connection });
       return (id) => provider.chatModel(id);
     }
     const known = this.options.packages?.[name] ?? KNOWN_PROVIDERS[name];

@@ -1,7 +1,7 @@
 import type { JsonValue, Message, RunnableSpec } from "@flotilla/core";
 import type { AgentEvent, Usage } from "@flotilla/events";
 import { localEffects } from "./local-effects.ts";
-import { runLoop } from "./loop.ts";
+import { type LoopResult, runLoop } from "./loop.ts";
 import { type LanguageModel, ModelResolver, type ModelResolverOptions } from "./model.ts";
 import { parseOutput } from "./output.ts";
 import { inputMessage } from "./steps.ts";
@@ -44,8 +44,10 @@ const specOf = (runnable: RunnableSpec | { toJSON(): RunnableSpec }): RunnableSp
 /**
  * Runs an agent or a swarm: model turn, then the tools it asked for (in parallel), then the model
  * again, up to `maxSteps` turns per agent. Yields events as they happen; returns the final answer
- * and usage. Tool errors go back to the model as error results; an unknown model or tool fails the
- * run; an answer that misses the agent's output schema is an OUTPUT_INVALID error.
+ * and usage. Tool errors go back to the model as error results, but an UnrecoverableError fails the
+ * run (and aborts the turn's other tool calls); an unknown model or tool fails the run; an answer
+ * that misses the agent's output schema is an OUTPUT_INVALID error. A tool's progress events are
+ * yielded as they come, between its call's `tool_call` and `tool_result`.
  */
 async function* stream(
   runnable: RunnableSpec | { toJSON(): RunnableSpec },
@@ -53,8 +55,10 @@ async function* stream(
   options: RunOptions = {},
 ): AsyncGenerator<AgentEvent, RunResult, undefined> {
   const spec = specOf(runnable);
+  // Ends the tool calls still running when the run fails (one threw an UnrecoverableError).
+  const failed = new AbortController();
   const effects = localEffects({
-    signal: options.signal ?? new AbortController().signal,
+    signal: options.signal ? AbortSignal.any([options.signal, failed.signal]) : failed.signal,
     resolver: options.models instanceof ModelResolver ? options.models : new ModelResolver(options.models),
     model: options.model,
     tools: options.tools,
@@ -64,7 +68,14 @@ async function* stream(
   });
   const user = inputMessage(input);
   await options.onMessage?.(user);
-  const { text, agent, steps, usage } = yield* runLoop(spec, [...(options.history ?? []), user], effects, { maxSteps: options.maxSteps });
+  let loop: LoopResult;
+  try {
+    loop = yield* runLoop(spec, [...(options.history ?? []), user], effects, { maxSteps: options.maxSteps });
+  } catch (err) {
+    failed.abort(err);
+    throw err;
+  }
+  const { text, agent, steps, usage } = loop;
   yield { type: "usage", ...usage };
   const output = agent.outputSchema ? parseOutput(text, agent.outputSchema) : undefined;
   return { text, ...(output !== undefined && { output }), steps, usage, agent: agent.name };

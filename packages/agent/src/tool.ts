@@ -1,5 +1,6 @@
 import type { LanguageModelV4FunctionTool } from "@ai-sdk/provider";
-import { type AgentSpec, ErrorCodes, FlotillaError, type JsonValue, toTaskError, ValidationError } from "@flotilla/core";
+import { type AgentSpec, ErrorCodes, FlotillaError, type JsonValue, toTaskError, UnrecoverableError, ValidationError } from "@flotilla/core";
+import type { EventOf } from "@flotilla/events";
 import { z } from "zod";
 import { handoffDefinition, type ToolCall, type ToolOutput, unknownToolResult } from "./steps.ts";
 
@@ -8,6 +9,25 @@ export interface ToolContext {
   signal: AbortSignal;
   taskId: string;
   attempt: number;
+  /**
+   * Reports the tool's progress: a `progress` event `{ toolCallId, name, data }` on the task's
+   * stream, in order with the rest (after this call's `tool_call`, before its `tool_result`), kept
+   * for tasks submitted with `detailed: false` too. `data` is any JSON; anything else (a function,
+   * `undefined`, a cycle) is a ValidationError. Calls after the tool returned are ignored.
+   */
+  progress(data: JsonValue): void;
+}
+
+/** A tool's progress event, before the worker stamps it. */
+export type ProgressEvent = Omit<EventOf<"progress">, "taskId" | "seq" | "attempt" | "ts" | "agent">;
+
+/** What the executor gives one tool call: the run's signal and ids, and where its progress events go. */
+export interface ToolCallContext {
+  signal: AbortSignal;
+  taskId: string;
+  attempt: number;
+  /** Receives the call's progress events while it runs. @default they are dropped */
+  onProgress?: ((event: ProgressEvent) => void) | undefined;
 }
 
 /** A tool the worker registers by name; tasks refer to it by that name only. */
@@ -55,16 +75,40 @@ export function toolDefinitions(tools: readonly Tool[], handoffTargets: readonly
   return definitions;
 }
 
-/** Runs one tool call with the run's signal; a failure becomes an error result for the model. */
-export async function runToolCall(tool: Tool | undefined, call: ToolCall, context: ToolContext): Promise<ToolOutput> {
+/**
+ * Runs one tool call with the run's signal. A failure becomes an error result for the model, but
+ * for an UnrecoverableError, which is thrown on: it ends the task (FAILED, not retried).
+ */
+export async function runToolCall(tool: Tool | undefined, call: ToolCall, context: ToolCallContext): Promise<ToolOutput> {
   if (!tool) return unknownToolResult(call.name);
   const args = tool.inputSchema.safeParse(call.args);
   if (!args.success) return { result: `invalid arguments: ${args.error.issues[0]?.message}`, isError: true };
+  let running = true;
+  const { onProgress, ...ids } = context;
+  const progress = (data: JsonValue) => {
+    const json = asJson(data);
+    if (running) onProgress?.({ type: "progress", toolCallId: call.toolCallId, name: call.name, data: json });
+  };
   try {
-    const result = await tool.execute(args.data, context);
+    const result = await tool.execute(args.data, { ...ids, progress });
     return { result: (result ?? null) as JsonValue, isError: false };
   } catch (err) {
     if (context.signal.aborted) throw context.signal.reason;
+    if (err instanceof UnrecoverableError) throw err;
     return { result: toTaskError(err, ErrorCodes.TOOL_ERROR).message, isError: true };
+  } finally {
+    running = false;
   }
+}
+
+/** `data` as JSON (a copy, as a reader will see it), or a ValidationError for what JSON cannot hold. */
+function asJson(data: JsonValue): JsonValue {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(data);
+  } catch (err) {
+    throw ValidationError.of("progress", "data", `is not JSON: ${(err as Error).message}`);
+  }
+  if (text === undefined) throw ValidationError.of("progress", "data", `is not JSON (${typeof data})`);
+  return JSON.parse(text) as JsonValue;
 }

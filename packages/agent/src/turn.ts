@@ -14,6 +14,7 @@ import type { AgentEvent, Usage } from "@flotilla/events";
 import type { TurnOutput } from "./loop.ts";
 import { toPrompt } from "./messages.ts";
 import type { LanguageModel } from "./model.ts";
+import { MAX_RETRY_AFTER_MS, retryAfterMs } from "./retry-after.ts";
 import type { ToolCall } from "./steps.ts";
 
 /** What one model turn produced. */
@@ -28,9 +29,11 @@ export interface TurnRequest {
   signal: AbortSignal;
   /** Retries of a retryable API error that came before any output. @default 2 */
   maxRetries?: number;
+  /** Longest wait taken from a provider's Retry-After before a retry. @default MAX_RETRY_AFTER_MS (60 s) */
+  maxRetryAfterMs?: number;
 }
 
-/** Pause before retrying a turn's API error number 0, 1, …: 500 ms, doubling (the retries are few). */
+/** Pause before retrying a turn's API error number 0, 1, …, when the provider names none: 500 ms, doubling (the retries are few). */
 const TURN_RETRY_BACKOFF: ExponentialBackoff = { baseMs: 500 };
 
 /** Agent options passed to the model as call settings. */
@@ -41,8 +44,9 @@ const ZERO: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
 /**
  * One model turn: streams the reply, yielding `text` and `tool_call` events as they come, and
  * returns the text, the tool calls, usage and the finish reason. Provider errors become MODEL_ERROR
- * (retryable as the provider says); one that comes before any output is retried here with backoff.
- * An abort ends it with the signal's reason.
+ * (retryable as the provider says); one that comes before any output is retried here, after the
+ * provider's Retry-After (at most `maxRetryAfterMs`) or else with backoff. Another error keeps the
+ * `retryable` its thrower gave it. An abort ends it with the signal's reason.
  */
 export async function* modelTurn(request: TurnRequest): AsyncGenerator<AgentEvent, TurnResult, undefined> {
   const { model, agent, signal } = request;
@@ -58,7 +62,7 @@ export async function* modelTurn(request: TurnRequest): AsyncGenerator<AgentEven
       const { stream } = await model.doStream({
         prompt: toPrompt(agent.instructions, request.messages),
         ...(request.tools.length > 0 && { tools: [...request.tools], toolChoice: { type: "auto" } }),
-        ...(agent.outputSchema && { responseFormat: { type: "json", schema: agent.outputSchema as never } }),
+        ...(agent.outputSchema && { responseFormat: { type: "json", schema: responseSchema(agent.outputSchema) } }),
         ...settings,
         providerOptions: providerOptions as never,
         abortSignal: signal,
@@ -99,19 +103,34 @@ export async function* modelTurn(request: TurnRequest): AsyncGenerator<AgentEven
     } catch (err) {
       if (signal.aborted) throw signal.reason;
       const error = modelError(err);
-      if (produced || attempt >= maxRetries || !isRetryableApiError(err)) throw error;
-      await sleep(exponentialDelay(TURN_RETRY_BACKOFF, attempt), signal);
+      if (produced || attempt >= maxRetries || !APICallError.isInstance(err) || !err.isRetryable) throw error;
+      const asked = retryAfterMs(err.responseHeaders);
+      const delay = asked === undefined ? exponentialDelay(TURN_RETRY_BACKOFF, attempt) : Math.min(asked, request.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS);
+      await sleep(delay, signal);
     }
   }
 }
 
-function isRetryableApiError(err: unknown): boolean {
-  return APICallError.isInstance(err) && err.isRetryable;
+/** The output schema as the provider is given it: without `$schema`, as tools are (providers reject or ignore it). */
+function responseSchema(schema: Record<string, JsonValue>): never {
+  const { $schema: _, ...rest } = schema;
+  return rest as never;
 }
+
+/** Whether `err` is a FlotillaError, also one from another copy of @flotilla/core (which `instanceof` misses). */
+const isFlotillaError = (err: unknown): err is FlotillaError =>
+  err instanceof FlotillaError ||
+  (err instanceof Error && typeof (err as { code?: unknown }).code === "string" && typeof (err as { toTaskError?: unknown }).toTaskError === "function");
+
+/** The `retryable` the thrower of a plain error set on it, kept on the MODEL_ERROR that wraps it. */
+const thrownRetryable = (err: unknown): { retryable?: boolean } => {
+  const retryable = err !== null && typeof err === "object" ? (err as { retryable?: unknown }).retryable : undefined;
+  return typeof retryable === "boolean" ? { retryable } : {};
+};
 
 /** A provider's error as a FlotillaError; our own errors pass through. */
 function modelError(err: unknown): unknown {
-  if (err instanceof FlotillaError) return err;
+  if (isFlotillaError(err)) return err;
   if (APICallError.isInstance(err)) {
     return new FlotillaError(ErrorCodes.MODEL_ERROR, `model call failed${err.statusCode ? ` (HTTP ${err.statusCode})` : ""}: ${err.message}`, {
       cause: err,
@@ -120,6 +139,6 @@ function modelError(err: unknown): unknown {
       ...(!err.isRetryable && { retryable: false }),
     });
   }
-  if (err instanceof Error) return new FlotillaError(ErrorCodes.MODEL_ERROR, `model call failed: ${err.message}`, { cause: err });
-  return new FlotillaError(ErrorCodes.MODEL_ERROR, `model call failed: ${String(err)}`);
+  if (err instanceof Error) return new FlotillaError(ErrorCodes.MODEL_ERROR, `model call failed: ${err.message}`, { cause: err, ...thrownRetryable(err) });
+  return new FlotillaError(ErrorCodes.MODEL_ERROR, `model call failed: ${String(err)}`, thrownRetryable(err));
 }

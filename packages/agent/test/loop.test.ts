@@ -211,6 +211,83 @@ describe("runLoop (the tool loop with fake effects)", () => {
     }
     expect(events.map((e) => e.type)).toEqual(["text", "tool_result", "text"]);
   });
+  it("streams what a turn's tool calls emit while they run, as it comes, before the turn's results", async () => {
+    const { effects } = fakeEffects({});
+    const finished: string[] = [];
+    const streaming: LoopEffects = {
+      ...effects,
+      enter: () => ({
+        modelTurn: async (_messages, { step }) => (step === 0 ? turn("", ["slow", {}], ["fast", {}]) : turn("end")),
+        async toolCall(call, _turn, emit) {
+          const wait = call.name === "slow" ? 30 : 5;
+          for (let i = 1; i <= 2; i++) {
+            await new Promise((r) => setTimeout(r, wait));
+            emit({ type: "progress", toolCallId: call.toolCallId, name: call.name, data: i });
+          }
+          finished.push(call.name);
+          return { result: call.name, isError: false };
+        },
+      }),
+      async *toolResults(results) {
+        for (const r of results) yield { type: "tool_result", toolCallId: r.call.toolCallId, name: r.call.name, result: r.result, isError: r.isError };
+      },
+    };
+    const events: AgentEvent[] = [];
+    const loop = runLoop(agent("a"), input, streaming);
+    for (let next = await loop.next(); !next.done; next = await loop.next()) {
+      events.push(next.value);
+      // Yielded while the calls still run: the stream is not held until the turn ends.
+      if (events.length === 1) expect(finished).toEqual([]);
+    }
+    expect(events.map((e) => (e.type === "progress" ? `${e.name}:${e.data}` : `${e.type}:${(e as { name: string }).name}`))).toEqual([
+      "fast:1",
+      "fast:2",
+      "slow:1",
+      "slow:2",
+      "tool_result:slow",
+      "tool_result:fast",
+    ]);
+  });
+
+  it("drops what a call emits once the turn's calls have all settled, even while the reader is still on an earlier event", async () => {
+    const { effects } = fakeEffects({});
+    const streaming: LoopEffects = {
+      ...effects,
+      enter: () => ({
+        modelTurn: async (_messages, { step }) => (step === 0 ? turn("", ["t", {}]) : turn("end")),
+        async toolCall(call, _turn, emit) {
+          emit({ type: "progress", toolCallId: call.toolCallId, name: call.name, data: "working" });
+          setTimeout(() => emit({ type: "progress", toolCallId: call.toolCallId, name: call.name, data: "late" }), 10);
+          return { result: "ok", isError: false };
+        },
+      }),
+      async *toolResults(results) {
+        for (const r of results) yield { type: "tool_result", toolCallId: r.call.toolCallId, name: r.call.name, result: r.result, isError: r.isError };
+      },
+    };
+    const events: AgentEvent[] = [];
+    const loop = runLoop(agent("a"), input, streaming);
+    for (let next = await loop.next(); !next.done; next = await loop.next()) {
+      events.push(next.value);
+      // A slow reader: the call settled and the late event was emitted before it asks for the next one.
+      if (events.length === 1) await new Promise((r) => setTimeout(r, 40));
+    }
+    expect(events.map((e) => (e.type === "progress" ? e.data : e.type))).toEqual(["working", "tool_result"]);
+  });
+
+  it("fails with a tool call's error at once, without waiting for the turn's other calls", async () => {
+    const { effects } = fakeEffects({});
+    const fatal = new Error("fatal");
+    const failing: LoopEffects = {
+      ...effects,
+      enter: () => ({
+        modelTurn: async () => turn("", ["slow", {}], ["fast", {}]),
+        toolCall: (call) => (call.name === "fast" ? Promise.reject(fatal) : new Promise(() => {})),
+      }),
+    };
+    await expect(settle(runLoop(agent("a"), input, failing))).rejects.toBe(fatal);
+  });
+
   it("carries on after a refused handoff even when the turn's other tools worked", async () => {
     const { effects, log } = fakeEffects({ a: [turn("", ["look", {}], handoffTo("ghost")), turn("still a")] });
     const result = await settle(runLoop(swarm([agent("a"), agent("b")]), input, effects));

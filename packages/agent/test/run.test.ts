@@ -1,12 +1,13 @@
-import { ErrorCodes, ValidationError } from "@flotilla/core";
+import { UnrecoverableError as CoreUnrecoverableError, ErrorCodes, type JsonValue, ValidationError } from "@flotilla/core";
 import type { AgentEvent } from "@flotilla/events";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Agent, type AgentConfig } from "../src/agent.ts";
+import { UnrecoverableError } from "../src/index.ts";
 import type { LanguageModel } from "../src/model.ts";
 import { run } from "../src/run.ts";
 import { scriptedModel } from "../src/scripted.ts";
-import { defineTool } from "../src/tool.ts";
+import { defineTool, type ToolContext } from "../src/tool.ts";
 import { drain } from "./fixtures/drain.ts";
 
 const add = defineTool({
@@ -145,5 +146,174 @@ describe("run.stream at maxSteps", () => {
     await expect(drain(run.stream(agent, "again", { model: insistent, tools: { count: counting() } }))).rejects.toMatchObject({
       code: ErrorCodes.OUTPUT_INVALID,
     });
+  });
+});
+
+describe("run.stream and a tool's UnrecoverableError", () => {
+  it("is @flotilla/core's class, exported from @flotilla/agent too", () => {
+    expect(UnrecoverableError).toBe(CoreUnrecoverableError);
+  });
+
+  it("fails the run with the tool's error and aborts the turn's other calls, whatever the others threw", async () => {
+    const fatal = new UnrecoverableError("the account is closed");
+    let slowSignal: AbortSignal | undefined;
+    const slow = defineTool({
+      name: "slow",
+      description: "waits for its signal",
+      inputSchema: z.object({}),
+      execute: (_, ctx) =>
+        new Promise<JsonValue>((_resolve, reject) => {
+          slowSignal = ctx.signal;
+          ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason), { once: true });
+        }),
+    });
+    const closed = defineTool({
+      name: "closed",
+      description: "refuses for good",
+      inputSchema: z.object({}),
+      execute: async () => {
+        await new Promise((r) => setTimeout(r, 20));
+        throw fatal;
+      },
+    });
+    const agent = new Agent({
+      name: "a",
+      model: "scripted:m",
+      tools: ["slow", "closed", "broken"],
+      options: {
+        scripted: {
+          toolCalls: [
+            { name: "broken", args: {} },
+            { name: "slow", args: {} },
+            { name: "closed", args: {} },
+          ],
+        },
+      },
+    });
+    const seen: AgentEvent[] = [];
+    const gen = run.stream(agent, "x", { tools: { slow, closed, broken } });
+    const failed = (async () => {
+      for await (const e of gen) seen.push(e);
+    })();
+    await expect(failed).rejects.toBe(fatal);
+    expect(fatal).toMatchObject({ code: ErrorCodes.UNRECOVERABLE, retryable: false });
+    expect(slowSignal?.aborted).toBe(true);
+    expect(slowSignal?.reason).toBe(fatal);
+    // The turn's results never came: the run ended at the failure.
+    expect(seen.map((e) => e.type)).toEqual(["tool_call", "tool_call", "tool_call", "step"]);
+  });
+});
+
+describe("run.stream and a tool's progress", () => {
+  it("yields each progress event as it comes, between the call's tool_call and its tool_result", async () => {
+    let returned = false;
+    const crawl = defineTool({
+      name: "crawl",
+      description: "crawls pages, saying how far it got",
+      inputSchema: z.object({ pages: z.number() }),
+      execute: async ({ pages }, ctx) => {
+        for (let done = 1; done <= pages; done++) {
+          await new Promise((r) => setTimeout(r, 5));
+          ctx.progress({ done, total: pages });
+        }
+        returned = true;
+        return pages;
+      },
+    });
+    const agent = new Agent({
+      name: "crawler",
+      model: "scripted:m",
+      tools: ["crawl"],
+      options: { scripted: { toolCalls: [{ name: "crawl", args: { pages: 3 } }] } },
+    });
+    const seen: AgentEvent[] = [];
+    const gen = run.stream(agent, "go", { tools: { crawl } });
+    // The consumer sees progress while the tool still runs, not once the turn is over.
+    let returnedAtFirstProgress: boolean | undefined;
+    for (let next = await gen.next(); !next.done; next = await gen.next()) {
+      seen.push(next.value);
+      if (next.value.type === "progress" && returnedAtFirstProgress === undefined) returnedAtFirstProgress = returned;
+    }
+    expect(returnedAtFirstProgress).toBe(false);
+    const shape = seen.map((e) => e.type).filter((t, i, all) => t !== "text" || all[i - 1] !== "text");
+    expect(shape).toEqual(["tool_call", "step", "progress", "progress", "progress", "tool_result", "text", "step", "usage"]);
+    expect(seen.filter((e) => e.type === "progress")).toEqual(
+      [1, 2, 3].map((done) => ({ type: "progress", toolCallId: "call_1", name: "crawl", data: { done, total: 3 } })),
+    );
+  });
+
+  it("drops a tool's progress once it returned, while the turn's other calls still run", async () => {
+    let quickProgress: ToolContext["progress"] | undefined;
+    const quick = defineTool({
+      name: "quick",
+      description: "returns at once, keeping its progress function",
+      inputSchema: z.object({}),
+      execute: (_, ctx) => {
+        quickProgress = ctx.progress;
+        return "quick";
+      },
+    });
+    const slow = defineTool({
+      name: "slow",
+      description: "reports through quick's progress after quick returned",
+      inputSchema: z.object({}),
+      execute: async (_, ctx) => {
+        await new Promise((r) => setTimeout(r, 20));
+        quickProgress!("after quick returned");
+        ctx.progress("slow working");
+        return "slow";
+      },
+    });
+    const agent = new Agent({
+      name: "pair",
+      model: "scripted:m",
+      tools: ["quick", "slow"],
+      options: {
+        scripted: {
+          toolCalls: [
+            { name: "quick", args: {} },
+            { name: "slow", args: {} },
+          ],
+        },
+      },
+    });
+    const { events } = await drain(run.stream(agent, "go", { tools: { quick, slow } }));
+    expect(events.filter((e) => e.type === "progress").map((e) => `${(e as { name: string }).name}: ${(e as { data: string }).data}`)).toEqual([
+      "slow: slow working",
+    ]);
+  });
+
+  it("rejects progress that is not JSON with a ValidationError, and hands readers a copy", async () => {
+    const errors: unknown[] = [];
+    const shared = { n: 1 };
+    const odd = defineTool({
+      name: "odd",
+      description: "reports odd things",
+      inputSchema: z.object({}),
+      execute: (_, ctx) => {
+        for (const bad of [undefined, () => 1, 10n]) {
+          try {
+            ctx.progress(bad as never);
+          } catch (err) {
+            errors.push(err);
+          }
+        }
+        const cycle: Record<string, unknown> = {};
+        cycle.self = cycle;
+        try {
+          ctx.progress(cycle as never);
+        } catch (err) {
+          errors.push(err);
+        }
+        ctx.progress(shared);
+        shared.n = 2;
+        return "ok";
+      },
+    });
+    const agent = new Agent({ name: "a", model: "scripted:m", tools: ["odd"], options: { scripted: { toolCalls: [{ name: "odd", args: {} }] } } });
+    const { events } = await drain(run.stream(agent, "go", { tools: { odd } }));
+    expect(errors).toHaveLength(4);
+    for (const err of errors) expect(err).toBeInstanceOf(ValidationError);
+    expect(events.filter((e) => e.type === "progress").map((e) => (e as { data: unknown }).data)).toEqual([{ n: 1 }]);
   });
 });

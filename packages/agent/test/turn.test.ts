@@ -1,5 +1,5 @@
 import { APICallError, type LanguageModelV4CallOptions, type LanguageModelV4FunctionTool, type LanguageModelV4StreamPart } from "@ai-sdk/provider";
-import { type AgentSpec, FlotillaError, type JsonValue, ValidationError } from "@flotilla/core";
+import { type AgentSpec, FlotillaError, type JsonValue, UnrecoverableError, ValidationError } from "@flotilla/core";
 import type { AgentEvent } from "@flotilla/events";
 import { describe, expect, it } from "vitest";
 import type { LanguageModel } from "../src/model.ts";
@@ -103,7 +103,10 @@ describe("modelTurn", () => {
   it("passes numeric options as settings, object options as provider options, and tools and an output schema when there are", async () => {
     const { model: m, calls } = model([finish(1, 1)]);
     const tools: LanguageModelV4FunctionTool[] = [{ type: "function", name: "look", inputSchema: { type: "object" } }];
-    const agent = spec({ temperature: 0.2, seed: 7, topK: "high", maxSteps: 3, openai: { user: "u" } }, { outputSchema: { type: "object" } });
+    const agent = spec(
+      { temperature: 0.2, seed: 7, topK: "high", maxSteps: 3, openai: { user: "u" } },
+      { outputSchema: { $schema: "http://json-schema.org/draft-07/schema#", type: "object" } },
+    );
     await run({ model: m, agent, tools });
     expect(calls[0]!.options).toMatchObject({
       temperature: 0.2,
@@ -113,6 +116,8 @@ describe("modelTurn", () => {
       responseFormat: { type: "json", schema: { type: "object" } },
       providerOptions: { openai: { user: "u" } },
     });
+    // The schema goes as tools' schemas do: without `$schema`.
+    expect((calls[0]!.options.responseFormat as { schema: object }).schema).toEqual({ type: "object" });
     expect(calls[0]!.options).not.toHaveProperty("topK");
     expect(calls[0]!.options.providerOptions).not.toHaveProperty("maxSteps");
     const bare = model([finish(1, 1)]);
@@ -177,10 +182,31 @@ describe("modelTurn", () => {
     });
     const ours = ValidationError.of("agent", "tools", "nope");
     await expect(run({ model: model({ throws: ours }).model })).rejects.toBe(ours);
+    expect(((await run({ model: model({ throws: hangUp }).model }).catch((e: unknown) => e)) as FlotillaError).retryable).toBeUndefined();
     // An API error without a status says no HTTP status.
     const noStatus = new APICallError({ message: "reset", url: "u", requestBodyValues: {}, isRetryable: false });
     const err = (await run({ model: model({ throws: noStatus }).model }).catch((e: unknown) => e)) as Error;
     expect(err.message).not.toContain("HTTP");
+  });
+
+  it("keeps the retryable flag the thrower gave a plain error, and a FlotillaError's code and flag, also one from another copy of core", async () => {
+    const final = Object.assign(new Error("quota gone for the month"), { retryable: false });
+    const once = model({ throws: final }, [finish(1, 1)]);
+    await expect(run({ model: once.model })).rejects.toMatchObject({ code: "MODEL_ERROR", retryable: false, cause: final });
+    expect(once.calls).toHaveLength(1);
+    // Thrown mid-stream, or as a bare object, it is kept too.
+    const inStream = model([{ type: "error", error: final }] as LanguageModelV4StreamPart[]);
+    await expect(run({ model: inStream.model })).rejects.toMatchObject({ code: "MODEL_ERROR", retryable: false });
+    await expect(run({ model: model({ throws: { reason: "no", retryable: false } }).model })).rejects.toMatchObject({ code: "MODEL_ERROR", retryable: false });
+    const unrecoverable = new UnrecoverableError("this prompt is refused for good", "REFUSED");
+    await expect(run({ model: model({ throws: unrecoverable }).model })).rejects.toBe(unrecoverable);
+    // A FlotillaError of another copy of @flotilla/core (a bundled provider) passes as it is: `instanceof` misses it.
+    const foreign = Object.assign(new Error("over budget"), {
+      code: "BUDGET",
+      retryable: false,
+      toTaskError: () => ({ code: "BUDGET", message: "over budget" }),
+    });
+    await expect(run({ model: model({ throws: foreign }).model })).rejects.toBe(foreign);
   });
 
   it("ends with the signal's reason when aborted, mid-stream, at the stream's end or before a retry", async () => {

@@ -191,8 +191,11 @@ export function toTaskError(err: unknown, fallbackCode: string = ErrorCodes.AGEN
 }
 
 /**
- * Throw from an agent, tool or executor to fail the task at once, without the retries it has left.
- * Any error with `retryable: false` does the same.
+ * Throw from a tool, a model or an executor to fail the task at once (FAILED, with this code:
+ * UNRECOVERABLE unless given another), without the retries it has left. From a tool it is the only
+ * error that ends the task: a tool's other errors, whatever their `retryable`, go back to the model
+ * as error results. Elsewhere any error with `retryable: false` fails the task at once too.
+ * `@flotilla/agent` and `@flotilla/worker` re-export this class.
  */
 export class UnrecoverableError extends FlotillaError {
   constructor(message: string, code: string = ErrorCodes.UNRECOVERABLE, options: { cause?: unknown } = {}) {

@@ -20,6 +20,7 @@ export {
   HandoffEventSchema,
   isTerminalEvent,
   keepsEvent,
+  ProgressEventSchema,
   StatusEventSchema,
   StepEventSchema,
   TextEventSchema,

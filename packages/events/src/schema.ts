@@ -60,6 +60,18 @@ export const HandoffEventSchema = z.object({
   to: z.string(),
   reason: z.string().optional(),
 });
+/**
+ * A tool's report on its own progress (`ctx.progress(data)` in the tool), between its call's
+ * `tool_call` and `tool_result`: `toolCallId` and `name` say which call, as theirs do; `data` is
+ * whatever JSON the tool reports (a fraction, `{ done, total }`, a line of status).
+ */
+export const ProgressEventSchema = z.object({
+  ...base,
+  type: z.literal("progress"),
+  toolCallId: z.string(),
+  name: z.string(),
+  data: JsonValueSchema,
+});
 export const ErrorEventSchema = z.object({ ...base, type: z.literal("error"), message: z.string(), code: z.string() });
 export const CustomEventSchema = z.object({ ...base, type: z.literal("custom"), name: z.string(), data: JsonValueSchema });
 
@@ -72,6 +84,7 @@ export const FlotillaEventSchema = z.discriminatedUnion("type", [
   StepEventSchema,
   UsageEventSchema,
   HandoffEventSchema,
+  ProgressEventSchema,
   ErrorEventSchema,
   CustomEventSchema,
 ]);
@@ -89,6 +102,10 @@ const TERMINAL_EVENT_STATUSES: ReadonlySet<string> = new Set(["completed", "fail
 /** The status event that ends a task's stream. */
 export const isTerminalEvent = (e: FlotillaEvent): e is EventOf<"status"> => e.type === "status" && TERMINAL_EVENT_STATUSES.has(e.status);
 
-/** Types kept when a task is submitted with `detailed: false`. */
-const SUMMARY_TYPES: ReadonlySet<EventType> = new Set(["status", "text"]);
+/**
+ * Types kept when a task is submitted with `detailed: false`: what a user is shown (status, the
+ * answer as it streams, and the progress tools report, as a job's progress is in BullMQ), not how
+ * the agent works (its tool calls, steps, usage).
+ */
+const SUMMARY_TYPES: ReadonlySet<EventType> = new Set(["status", "text", "progress"]);
 export const keepsEvent = (detailed: boolean, type: EventType): boolean => detailed || SUMMARY_TYPES.has(type);

@@ -12,6 +12,7 @@ const examples: Record<FlotillaEvent["type"], Record<string, unknown>> = {
   step: { type: "step", index: 1, finishReason: "stop" },
   usage: { type: "usage", inputTokens: 1, outputTokens: 2, totalTokens: 3 },
   handoff: { type: "handoff", from: "a", to: "b" },
+  progress: { type: "progress", toolCallId: "c1", name: "search", data: { done: 1, total: 3 } },
   error: { type: "error", message: "boom", code: "AGENT_ERROR" },
   custom: { type: "custom", name: "progress", data: { done: 1 } },
 };
@@ -25,10 +26,12 @@ describe("FlotillaEventSchema", () => {
     expect(FlotillaEventSchema.safeParse({ ...stamp, type: "status", status }).success).toBe(true);
   });
 
-  it("refuses an unknown type, an unknown status and a negative step index", () => {
+  it("refuses an unknown type, an unknown status, a negative step index and a progress event naming no call", () => {
     expect(FlotillaEventSchema.safeParse({ ...stamp, type: "", delta: "x" }).success).toBe(false);
     expect(FlotillaEventSchema.safeParse({ ...stamp, type: "status", status: "" }).success).toBe(false);
     expect(FlotillaEventSchema.safeParse({ ...stamp, type: "step", index: -1, finishReason: "stop" }).success).toBe(false);
+    // A progress event names its tool call.
+    expect(FlotillaEventSchema.safeParse({ ...stamp, type: "progress", name: "search", data: 1 }).success).toBe(false);
   });
 });
 
@@ -44,9 +47,9 @@ describe("isTerminalEvent", () => {
 });
 
 describe("keepsEvent", () => {
-  it("keeps every type for a detailed task, status and text only otherwise", () => {
+  it("keeps every type for a detailed task, status, text and progress only otherwise", () => {
     const types = Object.keys(examples) as Array<FlotillaEvent["type"]>;
     expect(types.filter((t) => keepsEvent(true, t))).toEqual(types);
-    expect(types.filter((t) => keepsEvent(false, t))).toEqual(["status", "text"]);
+    expect(types.filter((t) => keepsEvent(false, t))).toEqual(["status", "text", "progress"]);
   });
 });

@@ -8,6 +8,12 @@ export async function readAttempt(redis: Redis, keys: Keys, taskId: string): Pro
   return Number((await redis.hget(keys.task(taskId), "attempt")) ?? 0);
 }
 
+/** The attempt running (or that last ran) a task, as readAttempt, and the agent its record names; `agent` undefined when it does not exist. */
+export async function readRunning(redis: Redis, keys: Keys, taskId: string): Promise<{ attempt: number; agent: string | undefined }> {
+  const [attempt, agent] = await redis.hmget(keys.task(taskId), "attempt", "agent");
+  return { attempt: Number(attempt ?? 0), agent: agent ?? undefined };
+}
+
 /** The stored cancel requests of some tasks: task id → reason, for those that have one. */
 export async function readCancelRequests(redis: Redis, keys: Keys, taskIds: readonly string[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();

@@ -1,7 +1,7 @@
 import { createKeys, DEFAULT_RETENTION, STATS_BUCKET_MS } from "@flotilla/core";
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
-import { listQueues, readAttempt, readCancelRequests } from "../src/readers.ts";
+import { listQueues, readAttempt, readCancelRequests, readRunning } from "../src/readers.ts";
 import { readQueueStats } from "../src/stats.ts";
 import { TestTaskStore } from "../src/testing.ts";
 
@@ -88,6 +88,14 @@ describe("readers", () => {
     await store.start("rd/a", "w");
     expect(await readAttempt(redis, keys, "rd/a")).toBe(1);
     expect(await readAttempt(redis, keys, "rd/none")).toBe(0);
+  });
+
+  it("read the attempt and agent of a task together, attempt 0 and no agent when it does not exist", async () => {
+    await create("rd/r", "rd");
+    expect(await readRunning(redis, keys, "rd/r")).toEqual({ attempt: 0, agent: "a" });
+    await store.start("rd/r", "w");
+    expect(await readRunning(redis, keys, "rd/r")).toEqual({ attempt: 1, agent: "a" });
+    expect(await readRunning(redis, keys, "rd/none")).toEqual({ attempt: 0, agent: undefined });
   });
 
   it("read the cancel requests of the tasks that have one", async () => {

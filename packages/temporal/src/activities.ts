@@ -15,7 +15,7 @@ import {
 import { closeRedis, type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core/redis";
 import { type AgentEvent, EventPublisher } from "@flotilla/events";
 import { loadHistory, type MemoryStore, MemoryStores } from "@flotilla/memory";
-import { readAttempt } from "@flotilla/store";
+import { readAttempt, readRunning } from "@flotilla/store";
 import { Context } from "@temporalio/activity";
 import { ApplicationFailure } from "@temporalio/common";
 import type { AgentWorkflowInput, EmitInput, RunResultJson, ToolInput, ToolOutput, TurnInput, TurnOutput } from "./types.ts";
@@ -130,12 +130,32 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
       });
     },
 
-    /** One tool call, with the activity's cancellation as its signal; a tool's error is a result for the model. */
+    /**
+     * One tool call, with the activity's cancellation as its signal, its progress events published
+     * live (scoped to the call, so a retry repeats none); a tool's error is a result for the model,
+     * but an UnrecoverableError fails the activity for good, and with it the workflow.
+     */
     async toolCall(args: ToolInput): Promise<ToolOutput> {
       return activity(async (signal) => {
         const tool = lookupTool(options.tools, args.call.name);
-        const { result, isError } = await runToolCall(tool, args.call, { signal, taskId: args.taskId, attempt: await currentAttempt(args.taskId) });
-        return { result, isError };
+        const running = await readRunning(redis(), keys, args.taskId);
+        const attempt = running.attempt || 1;
+        // Stamped with the task's agent, as the worker stamps the events of a run in process.
+        const progress = new EventPublisher(redis(), keys, retention, {
+          taskId: args.taskId,
+          attempt,
+          agent: running.agent ?? "",
+          detailed: true,
+          anyAttempt: true,
+          scope: `p${args.step}:${args.call.toolCallId}`,
+        });
+        try {
+          const { result, isError } = await runToolCall(tool, args.call, { signal, taskId: args.taskId, attempt, onProgress: (e) => progress.emit(e) });
+          return { result, isError };
+        } finally {
+          // Progress that could not be published must not fail (and so repeat) the tool call itself.
+          await progress.flush().catch(() => {});
+        }
       });
     },
 

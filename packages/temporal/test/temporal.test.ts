@@ -11,7 +11,7 @@ import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker as ReplayWo
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTemporalWorker, type TemporalWorker, temporalExecutor, webpackConfigHook, workflowsPath } from "../src/index.ts";
 import { activityCalls, readHistory } from "./fixtures/history-calls.ts";
-import { countingFactory, pauseTool } from "./fixtures/models.ts";
+import { countingFactory, crawlTool, pauseTool, refuseTool } from "./fixtures/models.ts";
 import { scenarioInput, scenarios, scenarioWorker } from "./fixtures/scenarios.ts";
 
 const prefix = testPrefix("temporal");
@@ -41,7 +41,7 @@ describe("Temporal executor (real Temporal dev server)", () => {
       workflowBundle: bundle,
       redis: redisUrl(),
       prefix,
-      tools: { pause: pauseTool(redis, prefix) },
+      tools: { pause: pauseTool(redis, prefix), crawl: crawlTool, refuse: refuseTool },
       providerFactory: countingFactory(redis, prefix),
     });
     running = temporalWorker.run();
@@ -59,7 +59,7 @@ describe("Temporal executor (real Temporal dev server)", () => {
       blockMs: 500,
       ...(mode === "temporal"
         ? { executor: temporalExecutor({ client: temporal, taskQueue, activity }) }
-        : { tools: { pause: pauseTool(redis, prefix) }, providerFactory: countingFactory(redis, prefix) }),
+        : { tools: { pause: pauseTool(redis, prefix), crawl: crawlTool, refuse: refuseTool }, providerFactory: countingFactory(redis, prefix) }),
     });
     flotillaWorkers.push(w);
     await w.start();
@@ -129,6 +129,38 @@ describe("Temporal executor (real Temporal dev server)", () => {
     // The workflow id is the task id, and it completed.
     const described = await temporal.workflow.getHandle((await client.listTasks({ queue: "temporal", limit: 1 })).tasks[0]!.taskId).describe();
     expect(described.status.name).toBe("COMPLETED");
+  });
+
+  it("streams a tool's progress, and fails the task at once on a tool's UnrecoverableError, as Redis mode does", async () => {
+    const crawler = new Agent({
+      name: "crawler",
+      model: "scripted:x",
+      tools: ["crawl"],
+      options: { scripted: { toolCalls: [{ name: "crawl", args: { pages: 3 } }], reply: "crawled" } },
+    });
+    const refuser = new Agent({
+      name: "refuser",
+      model: "scripted:x",
+      tools: ["refuse"],
+      options: { scripted: { toolCalls: [{ name: "refuse", args: {} }] } },
+    });
+    for (const queue of ["redis", "temporal"]) {
+      const handle = await client.submit(crawler, "crawl", { queue, detailed: true });
+      const events = await collect(handle.stream());
+      expect({ queue, kinds: kinds(events) }).toEqual({
+        queue,
+        kinds: ["status:running", "tool_call", "step", "progress", "progress", "progress", "tool_result", "text", "step", "usage", "status:completed"],
+      });
+      expect(events.filter((e) => e.type === "progress")).toMatchObject(
+        [1, 2, 3].map((done) => ({ toolCallId: "call_1", name: "crawl", data: { done, total: 3 }, agent: "crawler", attempt: 1 })),
+      );
+      const refused = await client.submit(refuser, "x", { queue, maxRetries: 3 });
+      await expect(refused.result()).rejects.toBeInstanceOf(TaskFailedError);
+      expect({ queue, record: await refused.status() }).toMatchObject({
+        queue,
+        record: { status: "FAILED", attempt: 1, error: { code: "REFUSED", message: "refused for good" } },
+      });
+    }
   });
 
   it("replays a recorded history deterministically (Worker.runReplayHistory)", async () => {

@@ -3,11 +3,11 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
-/** What the server answers one request with: streamed or whole text, tool calls, or an HTTP error. */
+/** What the server answers one request with: streamed or whole text, tool calls, or an HTTP error (with headers such as `retry-after`). */
 export type OpenAIReply =
   | { text: string; chunkSize?: number; delayMs?: number; usage?: { prompt: number; completion: number } }
   | { toolCalls: Array<{ id: string; name: string; args: unknown }>; usage?: { prompt: number; completion: number } }
-  | { status: number; message: string };
+  | { status: number; message: string; headers?: Record<string, string> };
 
 /** One chat-completions request the server received. */
 export interface RecordedRequest {
@@ -18,6 +18,8 @@ export interface RecordedRequest {
     tools?: Array<{ type: string; function: { name: string; parameters: unknown } }>;
     [key: string]: unknown;
   };
+  /** When it arrived (`performance.now()`). */
+  at: number;
   /** Whether the client went away before the reply ended (a cancelled stream). */
   aborted: boolean;
   /** Resolves once the reply ended, one way or the other. */
@@ -47,6 +49,7 @@ export async function startOpenAIServer(): Promise<OpenAIServer> {
   const requests: RecordedRequest[] = [];
   let n = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const at = performance.now();
     let raw = "";
     req.on("data", (d: Buffer) => {
       raw += d.toString();
@@ -65,7 +68,7 @@ export async function startOpenAIServer(): Promise<OpenAIServer> {
         return;
       }
       let finished!: () => void;
-      const record: RecordedRequest = { body, aborted: false, done: new Promise((r) => (finished = r)) };
+      const record: RecordedRequest = { body, at, aborted: false, done: new Promise((r) => (finished = r)) };
       requests.push(record);
       res.on("close", () => {
         if (!res.writableEnded) record.aborted = true;
@@ -78,7 +81,7 @@ export async function startOpenAIServer(): Promise<OpenAIServer> {
   async function respond(record: RecordedRequest, res: ServerResponse, reply: OpenAIReply, id: string): Promise<void> {
     const model = record.body.model;
     if ("status" in reply) {
-      res.writeHead(reply.status, { "content-type": "application/json" });
+      res.writeHead(reply.status, { ...reply.headers, "content-type": "application/json" });
       res.end(JSON.stringify({ error: { message: reply.message, type: "test_error", code: null } }));
       return;
     }
