@@ -165,6 +165,10 @@ describe("Worker", () => {
     const { Worker } = await import("../src/index.ts");
     const w = new Worker({ redis: "redis://127.0.0.1:1", connectTimeoutMs: 300 });
     await expect(w.start()).rejects.toMatchObject({ code: "REDIS_UNAVAILABLE" });
+    // A start that could not connect may be tried again: not ALREADY_STARTED.
+    await expect(w.start()).rejects.toMatchObject({ code: "REDIS_UNAVAILABLE" });
+    expect(w.ready).toBe(false);
+    await w.stop();
   });
 
   it("stop() stops claiming, lets running tasks finish, and leaves the fleet", async () => {
