@@ -139,6 +139,31 @@ describe("what a Worker tells its owner", () => {
     expect(new Set(lettered.map((e) => e.taskId))).toEqual(new Set(["gone/ghost", "gone/tired", "gone/bare"]));
   });
 
+  it("reports an outcome Redis refused to record as a worker:error and log line, and keeps serving", async () => {
+    const { logger, find } = capturingLogger();
+    const w = await h.worker({
+      queues: ["refused", "fine"],
+      logger,
+      executor: {
+        async execute(ctx) {
+          if (ctx.input === "fail") throw new Error("no");
+          return null;
+        },
+      },
+    });
+    const errors: unknown[] = [];
+    w.on("worker:error", (err) => errors.push(err));
+    // The queue's dead-letter stream is not a stream: recording a final failure there fails as a whole.
+    await h.redis.set(h.keys.deadLetters("refused"), "not a stream");
+    await h.submit(scripted("x"), "fail", { queue: "refused" });
+    await waitFor(async () => errors.length === 1, { what: "the error" });
+    expect(String(errors[0])).toMatch(/WRONGTYPE/);
+    expect(find("task handling failed")).toEqual([
+      { level: "error", message: "task handling failed", fields: expect.objectContaining({ queue: "refused", err: errors[0] }) },
+    ]);
+    expect((await h.until(await h.submit(scripted("x"), "ok", { queue: "fine" }))).status).toBe("COMPLETED");
+  });
+
   it("refuses a second start, and stops once however often asked, also before it started", async () => {
     const w = await h.worker({ queues: ["life"] });
     await expect(w.start()).rejects.toBeInstanceOf(LifecycleError);
