@@ -123,7 +123,16 @@ describe("the store's scripts after Redis lost a queue's consumer groups", () =>
     const [run] = await store.claim("r", "w", 1);
     if (run?.kind !== "run") throw new Error("no run");
     await store.settle("r", "w", [
-      { taskId: t.taskId, priority: "normal", entryId: run.entryId, attempt: 1, agent: "a", status: "FAILED", error: { message: "x" }, deadReason: "failed" },
+      {
+        taskId: t.taskId,
+        priority: "normal",
+        entryId: run.entryId,
+        attempt: 1,
+        agent: "a",
+        status: "FAILED",
+        error: { message: "x", code: "AGENT_ERROR" },
+        deadReason: "failed",
+      },
     ]);
     const [letter] = await broker.listDeadLetters("r");
     await loseLanes("r");
