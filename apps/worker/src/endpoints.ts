@@ -12,12 +12,18 @@ export interface Endpoints {
   close(): Promise<void>;
 }
 
+/** What `/readyz` reports: the worker's readiness and, when not ready, why. */
+export interface ReadinessReport {
+  ready: boolean;
+  reasons: ReadonlyArray<{ reason: string; detail: string }>;
+}
+
 /**
  * The worker's opt-in HTTP endpoints, for Prometheus and Kubernetes probes:
  * `/metrics` (Prometheus text, through the OpenTelemetry Prometheus exporter), `/healthz` (the
- * process answers) and `/readyz` (connected to Redis and claiming: 200, else 503).
+ * process answers) and `/readyz` (connected to Redis and claiming: 200, else 503 with the reasons).
  */
-export async function startEndpoints(port: number, isReady: () => boolean, host = "0.0.0.0"): Promise<Endpoints> {
+export async function startEndpoints(port: number, readiness: () => ReadinessReport, host = "0.0.0.0"): Promise<Endpoints> {
   const exporter = new PrometheusExporter({ preventServerStart: true });
   const provider = new MeterProvider({ readers: [exporter] });
   // Registered globally too, so anything else the process instruments is scraped as well.
@@ -30,8 +36,9 @@ export async function startEndpoints(port: number, isReady: () => boolean, host 
       return;
     }
     if (path === "/readyz") {
-      const ready = isReady();
-      res.writeHead(ready ? 200 : 503, { "content-type": "application/json" }).end(JSON.stringify({ status: ready ? "ready" : "not ready" }));
+      const { ready, reasons } = readiness();
+      const body = ready ? { status: "ready" } : { status: "not ready", reasons: reasons.map(({ reason, detail }) => ({ reason, detail })) };
+      res.writeHead(ready ? 200 : 503, { "content-type": "application/json" }).end(JSON.stringify(body));
       return;
     }
     res.writeHead(404).end();

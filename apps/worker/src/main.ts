@@ -2,7 +2,7 @@
 import type { TemporalWorker } from "@flotilla/temporal";
 import { type Executor, jsonLogger, Worker } from "@flotilla/worker";
 import { loadConfig, USAGE } from "./config.ts";
-import { startEndpoints } from "./endpoints.ts";
+import { type ReadinessReport, startEndpoints } from "./endpoints.ts";
 import { describeStartupError, loadModule, loadTemporal } from "./startup.ts";
 
 async function main(): Promise<number> {
@@ -20,8 +20,8 @@ async function main(): Promise<number> {
   const log = jsonLogger({ service: "flotilla-worker" }, config.logLevel);
   const mod = await loadModule(config.module);
   // Opt-in endpoints; the worker is made below, so readiness asks it through this reference.
-  let isReady = () => false;
-  const endpoints = config.metricsPort === undefined ? undefined : await startEndpoints(config.metricsPort, () => isReady());
+  let readiness = (): ReadinessReport => ({ ready: false, reasons: [{ reason: "starting", detail: "the worker is being set up" }] });
+  const endpoints = config.metricsPort === undefined ? undefined : await startEndpoints(config.metricsPort, () => readiness());
   // Temporal mode: tasks become workflows; this process may also serve them as a Temporal worker.
   // @flotilla/temporal is loaded only here, so Redis-mode deployments never load Temporal.
   let temporal: { executor: Executor & { close(): Promise<void> }; worker?: TemporalWorker; running?: Promise<void> } | undefined;
@@ -87,7 +87,7 @@ async function main(): Promise<number> {
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
   worker.on("worker:error", (err) => log.debug("worker error", { err }));
-  isReady = () => worker.ready;
+  readiness = () => worker.readiness;
   await worker.start();
   if (temporal?.worker) {
     temporal.running = temporal.worker.run();

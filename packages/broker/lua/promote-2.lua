@@ -7,16 +7,17 @@
     KEYS[2] the lane's delayed set
     ARGV[1] now (ms)
     ARGV[2] most to move in this call
+    ARGV[3] consumer group (for a lane that must be made again: see includes/enqueueEntry.lua)
 
   Returns:
     { moved, the next due time or '' }
 ]]
 --- @include "enqueueEntry"
 local lane, delayed = KEYS[1], KEYS[2]
-local now, max = ARGV[1], ARGV[2]
+local now, max, group = ARGV[1], ARGV[2], ARGV[3]
 local due = redis.call('ZRANGE', delayed, '-inf', now, 'BYSCORE', 'LIMIT', 0, max)
 for _, name in ipairs(due) do
-  enqueueEntry(lane, name)
+  enqueueEntry({ lane }, 1, group, name)
 end
 if #due > 0 then
   redis.call('ZREM', delayed, unpack(due))

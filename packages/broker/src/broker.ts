@@ -2,6 +2,7 @@ import { CONSUMER_GROUP, DEFAULT_RETENTION, type Keys, PRIORITIES } from "@floti
 import type { ChainableCommander, Redis } from "ioredis";
 import { type DeadLetter, type DeadLetterInput, parseDeadLetter } from "./dead-letters.ts";
 import { type Lane, pairsToObject, type RawEntry } from "./entry.ts";
+import { laneKeys } from "./lanes.ts";
 import { scripts } from "./scripts.ts";
 
 export interface BrokerOptions {
@@ -37,16 +38,15 @@ export class Broker {
     return this.keys.lane(lane.queue, lane.priority);
   }
 
-  /** Creates every lane's consumer group at id 0, so entries added before any worker ran are read. */
-  async ensureGroup(queue: string): Promise<void> {
-    if (this.groups.has(queue)) return;
-    for (const priority of PRIORITIES) {
-      try {
-        await this.redis.xgroup("CREATE", this.keys.lane(queue, priority), CONSUMER_GROUP, "0", "MKSTREAM");
-      } catch (err) {
-        if (!String((err as Error).message).includes("BUSYGROUP")) throw err;
-      }
-    }
+  /**
+   * Creates the consumer group of every lane that lacks one (and the lane), at id 0 so entries added
+   * before any worker ran are read: one script call, all three lanes or none. Done once per queue on
+   * this Broker; `again` does it once more, after a read met NOGROUP (`isMissingGroup`): Redis lost
+   * its data (restarted without persistence, or failed over to an empty replica).
+   */
+  async ensureGroup(queue: string, options: { again?: boolean } = {}): Promise<void> {
+    if (this.groups.has(queue) && !options.again) return;
+    await scripts.makeGroups.run(this.redis, laneKeys(this.keys, queue), [CONSUMER_GROUP]);
     this.groups.add(queue);
   }
 
@@ -97,7 +97,7 @@ export class Broker {
   async promote(queue: string, now = Date.now(), max = 1000): Promise<{ moved: number; nextDueAt: number | undefined }> {
     const pipeline = this.redis.pipeline();
     for (const priority of PRIORITIES) {
-      scripts.promote.queue(pipeline, [this.keys.lane(queue, priority), this.keys.delayed(queue, priority)], [now, max]);
+      scripts.promote.queue(pipeline, [this.keys.lane(queue, priority), this.keys.delayed(queue, priority)], [now, max, CONSUMER_GROUP]);
     }
     let moved = 0;
     let nextDueAt: number | undefined;
@@ -187,4 +187,13 @@ export class Broker {
     }
     return out;
   }
+}
+
+/**
+ * True for the error Redis gives a read through a consumer group that does not exist (NOGROUP): the
+ * lane or its group is gone, because Redis lost its data. `ensureGroup(queue, { again: true })`
+ * makes them again.
+ */
+export function isMissingGroup(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith("NOGROUP ");
 }

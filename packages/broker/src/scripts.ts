@@ -4,6 +4,7 @@ import * as lua from "./generated/lua.ts";
 /** The broker's scripts (lua/), built with their includes expanded. */
 export const scripts = {
   deadLetter: new LuaScript(lua.deadLetter),
+  makeGroups: new LuaScript(lua.makeGroups),
   promote: new LuaScript(lua.promote),
   renew: new LuaScript(lua.renew),
 } as const;

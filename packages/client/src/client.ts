@@ -115,7 +115,12 @@ export class FlotillaClient {
         try {
           await this.knowQueue(s.options.queue);
           // Record and entry are written by one script: there is never a record that no worker will see.
-          const created = await this.store.create(this.newTask(s));
+          // The submitId makes a resend after a lost reply no duplicate.
+          const {
+            created: [created],
+            lanesMade,
+          } = await this.store.createMany(s.options.queue, [{ ...this.newTask(s), submitId: randomUUID() }]);
+          if (lanesMade) await this.queueRemade(s.options.queue);
           if (!created) throw new DuplicateTaskError(s.taskId);
           this.options.metrics.add(METRICS.submitted, 1, { queue: s.options.queue, agent: s.agent.name });
           return new TaskHandle<ResultOf<A>>(this.ctx, s.taskId);
@@ -166,8 +171,9 @@ export class FlotillaClient {
               return p.options.taskId === undefined ? task : { ...task, submitId: randomUUID() };
             });
             const replies = await this.store.createMany(queue, tasks);
+            if (replies.lanesMade) await this.queueRemade(queue);
             indexes.forEach((i, j) => {
-              created[i] = replies[j] === true;
+              created[i] = replies.created[j] === true;
             });
           }),
         );
@@ -245,6 +251,16 @@ export class FlotillaClient {
     await this.broker.ensureGroup(queue);
     await this.store.registerQueue(queue);
     this.knownQueues.add(queue);
+  }
+
+  /**
+   * The create script found the queue's lanes missing and made them, with their consumer group:
+   * Redis lost its data since knowQueue (restarted without persistence, failed over to an empty
+   * replica). The group costs nothing more; the registry entry, on another key, is written again.
+   * Only then: a submit to a queue whose lanes exist makes no extra round trip.
+   */
+  private async queueRemade(queue: string): Promise<void> {
+    await this.store.registerQueue(queue);
   }
 
   private newTask(s: Submission): NewTask {

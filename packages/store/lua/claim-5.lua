@@ -12,7 +12,9 @@
     ARGV[8] lane order (e.g. '1,2,3': high, normal, low)
 
   Returns:
-    one reply per entry (see includes/startEntry.lua and includes/startNewEntries.lua)
+    one reply per entry (see includes/startEntry.lua and includes/startNewEntries.lua); the error
+    NOGROUP when a lane has no consumer group (Redis lost its data) and no other lane gave an entry:
+    nothing was written, and the worker makes the groups again
 ]]
 --- @include "newBatch"
 --- @include "startNewEntries"
@@ -21,4 +23,7 @@ local group, consumer, now, taskBase, recordTtlMs, statusChannel, count, order =
 local batch = newBatch({ KEYS[1], KEYS[2], KEYS[3] }, group, consumer, tonumber(now), taskBase, recordTtlMs)
 startNewEntries(batch, tonumber(count), order, KEYS[4])
 finish(batch, KEYS[5], statusChannel)
+if batch.noGroup and #batch.replies == 0 then
+  return redis.error_reply("NOGROUP No such key '" .. batch.noGroup .. "' or consumer group '" .. group .. "'")
+end
 return batch.replies

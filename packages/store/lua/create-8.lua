@@ -16,12 +16,15 @@
     ARGV[4] createdAt (ms)
     ARGV[5] trim the index to this many names (0: no trim)
     ARGV[6] useMarker (0 | 1)
-    ARGV[7..] per task (13): name, agent, payload, detailed, maxRetries, timeoutMs, metadata,
+    ARGV[7] consumer group
+    ARGV[8..] per task (13): name, agent, payload, detailed, maxRetries, timeoutMs, metadata,
       maxDeliveries, backoff, runAt, lane, submitId, trace
       (lane: 1 high, 2 normal, 3 low; '' for an optional field left out; trace: W3C carrier JSON)
 
   Returns:
-    a string of '1' (created) and '0' (name taken), one per task
+    a string of '1' (created) and '0' (name taken), one per task, then '+' when the queue's lanes
+    were missing and the call made them, with their consumer group (Redis lost its data, or the
+    queue is new): the caller registers the queue again
 ]]
 --- @include "@flotilla/broker/enqueueEntry"
 --- @include "@flotilla/broker/delayEntry"
@@ -30,7 +33,7 @@ local WIDTH = 13
 local lanes = { KEYS[1], KEYS[2], KEYS[3] }
 local delayed = { KEYS[4], KEYS[5], KEYS[6] }
 local index, marker = KEYS[7], KEYS[8]
-local queue, taskBase, streamBase, now, trimTo, useMarker = unpack(ARGV, 1, 6)
+local queue, taskBase, streamBase, now, trimTo, useMarker, group = unpack(ARGV, 1, 7)
 if useMarker == '1' then
   local done = redis.call('GET', marker)
   if done then
@@ -45,7 +48,8 @@ local function optional(fields, field, value)
   end
 end
 local created = {}
-for i = 7, #ARGV, WIDTH do
+local lanesMade = false
+for i = 8, #ARGV, WIDTH do
   local name, agent, payload, detailed, maxRetries, timeoutMs, metadata, maxDeliveries, backoff, runAt, lane,
     submitId, trace = unpack(ARGV, i, i + WIDTH - 1)
   local key = taskBase .. name
@@ -72,7 +76,8 @@ for i = 7, #ARGV, WIDTH do
     if runAt ~= '' then
       delayEntry(delayed[lane], runAt, name)
     else
-      enqueueEntry(lanes[lane], name)
+      local _, made = enqueueEntry(lanes, lane, group, name)
+      lanesMade = lanesMade or made
     end
     redis.call('ZADD', index, now, name)
   end
@@ -81,7 +86,7 @@ end
 if trimTo ~= '0' then
   redis.call('ZREMRANGEBYRANK', index, 0, -tonumber(trimTo) - 1)
 end
-local reply = table.concat(created)
+local reply = table.concat(created) .. (lanesMade and '+' or '')
 if useMarker == '1' then
   redis.call('SET', marker, reply, 'PX', SUBMIT_MARKER_TTL_MS)
 end

@@ -10,6 +10,7 @@
     KEYS[4] dead letters
     ARGV[1] dead letter id
     ARGV[2] task name
+    ARGV[3] consumer group (for a lane that must be made again: see @flotilla/broker/enqueueEntry)
 
   Returns:
     { 'ok' }; { 'gone' } (no such dead letter); { 'refused', status } (the task is not FAILED)
@@ -17,7 +18,7 @@
 --- @include "@flotilla/broker/enqueueEntry"
 --- @include "@flotilla/broker/removeDeadLetter"
 local record, stream, lane, deadLetters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local deadLetterId, name = ARGV[1], ARGV[2]
+local deadLetterId, name, group = ARGV[1], ARGV[2], ARGV[3]
 local status, attempt = unpack(redis.call('HMGET', record, 'status', 'attempt'))
 if not status then
   return { 'refused', '' }
@@ -37,5 +38,5 @@ if status == 'FAILED' then
   redis.call('DEL', stream)
   redis.call('PERSIST', record)
 end
-enqueueEntry(lane, name)
+enqueueEntry({ lane }, 1, group, name)
 return { 'ok' }

@@ -62,11 +62,13 @@ export class TaskStore {
 
   /**
    * Creates records (PENDING) for tasks of one queue and enqueues each, in one script call.
-   * Returns, per task, true when created, false when its caller-chosen name was taken.
+   * Returns, per task, true when created, false when its caller-chosen name was taken; and
+   * `lanesMade` when the queue's lanes did not exist and the call made them with their consumer
+   * group (the queue is new, or Redis lost its data): register the queue (again).
    * Without submitIds, the batch as a whole is made replay-safe by `batchId`.
    */
-  async createMany(queue: string, tasks: readonly NewTask[], batchId: string = randomUUID()): Promise<boolean[]> {
-    if (tasks.length === 0) return [];
+  async createMany(queue: string, tasks: readonly NewTask[], batchId: string = randomUUID()): Promise<{ created: boolean[]; lanesMade: boolean }> {
+    if (tasks.length === 0) return { created: [], lanesMade: false };
     const k = this.keys;
     const args: Array<string | number> = [];
     let marker = false;
@@ -100,14 +102,17 @@ export class TaskStore {
     const reply = (await scripts.create.run(
       this.redis,
       [...laneKeys(k, queue), ...delayedKeys(k, queue), k.taskIndex(queue), k.submitMarker(queue, batchId)],
-      [queue, k.taskBase(queue), k.eventsBase(queue), tasks[0]!.createdAt, trim ? this.retention.indexMaxSize : 0, marker ? 1 : 0, ...args],
+      [queue, k.taskBase(queue), k.eventsBase(queue), tasks[0]!.createdAt, trim ? this.retention.indexMaxSize : 0, marker ? 1 : 0, CONSUMER_GROUP, ...args],
     )) as string;
-    return [...reply].map((c) => c === "1");
+    const lanesMade = reply.endsWith("+");
+    return { created: [...(lanesMade ? reply.slice(0, -1) : reply)].map((c) => c === "1"), lanesMade };
   }
 
   /** Creates one record in PENDING and enqueues it; false when the id is taken. */
   async create(task: NewTask): Promise<boolean> {
-    const [created] = await this.createMany(task.queue, [{ ...task, submitId: task.submitId ?? randomUUID() }]);
+    const {
+      created: [created],
+    } = await this.createMany(task.queue, [{ ...task, submitId: task.submitId ?? randomUUID() }]);
     return created === true;
   }
 
@@ -220,7 +225,7 @@ export class TaskStore {
     const reply = (await scripts.requeue.run(
       this.redis,
       [k.task(letter.taskId), k.events(letter.taskId), k.lane(letter.queue, letter.priority), k.deadLetters(letter.queue)],
-      [letter.id, name],
+      [letter.id, name, CONSUMER_GROUP],
     )) as string[];
     return { outcome: reply[0] as "ok", status: optStatus(reply[1]) };
   }

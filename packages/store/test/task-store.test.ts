@@ -200,8 +200,9 @@ describe("TaskStore under resent commands (a reply lost to a dropped connection)
 describe("TaskStore batches", () => {
   it("creates and enqueues a batch in one call, and a resent batch writes nothing twice", async () => {
     const batch = Array.from({ length: 5 }, () => task({ queue: "b1", taskId: `b1/t${++n}` }));
-    expect(await store.createMany("b1", batch, "batch-1")).toEqual([true, true, true, true, true]);
-    expect(await store.createMany("b1", batch, "batch-1")).toEqual([true, true, true, true, true]);
+    // A queue no one set up: the call makes its lanes with their consumer group, and says so.
+    expect(await store.createMany("b1", batch, "batch-1")).toEqual({ created: [true, true, true, true, true], lanesMade: true });
+    expect(await store.createMany("b1", batch, "batch-1")).toEqual({ created: [true, true, true, true, true], lanesMade: true });
     expect(await redis.xlen(keys.queue("b1"))).toBe(5);
     expect(await redis.zcard(keys.taskIndex("b1"))).toBe(5);
     // A scheduled task waits in its lane's delayed set instead.

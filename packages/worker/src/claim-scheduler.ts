@@ -1,9 +1,10 @@
-import { type Broker, type Lane, parseEntry, type RawEntry } from "@flotilla/broker";
+import { type Broker, isMissingGroup, type Lane, parseEntry, type RawEntry } from "@flotilla/broker";
 import { type ExponentialBackoff, exponentialDelay, type Logger, PRIORITIES, type Priority, sleep } from "@flotilla/core";
 import type { OwnedRedis } from "@flotilla/core/redis";
 import type { StartReply, TaskStore } from "@flotilla/store";
 import { type InFlight, laneKey } from "./in-flight.ts";
 import { laneOrder } from "./lane-order.ts";
+import type { Readiness } from "./readiness.ts";
 
 /** Pause before claiming again after failure number 1, 2, …: 200 ms, doubling, at most 5 s. */
 const CLAIM_RETRY_BACKOFF: ExponentialBackoff = { baseMs: 100, maxMs: 5000 };
@@ -31,6 +32,8 @@ export interface SchedulerDeps {
   dispatch: (queue: string, reply: StartReply, reclaimed: boolean) => void;
   log: Logger;
   onError: (err: unknown) => void;
+  /** Told when claims start failing (the worker is not ready) and when one works again. */
+  readiness: Pick<Readiness, "raise" | "clear">;
 }
 
 /**
@@ -38,7 +41,8 @@ export interface SchedulerDeps {
  * promised to claims in flight), lane order (priority with the fairness rule), promotion of delayed
  * tasks that fell due, reclaiming entries whose lease lapsed elsewhere, and blocking when there is
  * nothing to do. A busy single-queue worker claims in the same call that settles its last batch
- * (settleClaim / settleStarted, used by the Settler).
+ * (settleClaim / settleStarted, used by the Settler). While claims fail the worker is not ready; a
+ * read that meets NOGROUP (Redis lost its data) makes the queues' consumer groups again at once.
  */
 export class ClaimScheduler {
   private readonly opts: SchedulerOptions;
@@ -120,6 +124,9 @@ export class ClaimScheduler {
 
   private async run(): Promise<void> {
     let failures = 0;
+    // Groups made again since the last claim that worked: the first time, claim again at once; a
+    // NOGROUP again before a claim works waits its backoff like any failure.
+    let remade = false;
     while (!this.stopping) {
       // Promotion needs no slot: it runs on time however busy the worker is.
       if (Date.now() >= this.nextPromoteAt) {
@@ -137,13 +144,47 @@ export class ClaimScheduler {
       try {
         await this.claimRound();
         failures = 0;
+        remade = false;
+        this.deps.readiness.clear("claiming");
       } catch (err) {
         if (this.stopping) break;
         failures++;
-        this.deps.log.warn("claim failed; retrying", { err, failures });
+        this.deps.readiness.raise("claiming", err instanceof Error ? err.message : String(err));
         this.deps.onError(err);
+        if (isMissingGroup(err)) {
+          if ((await this.remakeGroups(err)) && !remade) {
+            remade = true;
+            continue;
+          }
+        } else {
+          this.deps.log.warn("claim failed; retrying", { err, failures });
+        }
         await sleep(exponentialDelay(CLAIM_RETRY_BACKOFF, failures));
       }
+    }
+  }
+
+  /**
+   * A read met NOGROUP: Redis lost its data (restarted without persistence, failed over to an empty
+   * replica) and the consumer groups with it. Makes the groups of every queue this worker serves
+   * again (one script call per queue, whichever lane failed), puts the queues back in the registry
+   * that listing reads, and starts the reclaim scans afresh. Tasks whose data was lost are gone;
+   * what is submitted from now on runs. False when Redis refused (the claim loop backs off).
+   */
+  private async remakeGroups(cause: unknown): Promise<boolean> {
+    this.deps.log.warn("a consumer group is missing (Redis lost its data?): making the queues' groups again", { err: cause, queues: this.opts.queues });
+    try {
+      await Promise.all(
+        this.opts.queues.map(async (queue) => {
+          await this.deps.broker.ensureGroup(queue, { again: true });
+          await this.deps.store.registerQueue(queue);
+        }),
+      );
+      this.reclaimCursors.clear();
+      return true;
+    } catch (err) {
+      this.deps.log.warn("could not make the consumer groups again; retrying", { err });
+      return false;
     }
   }
 

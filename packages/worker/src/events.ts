@@ -1,5 +1,6 @@
 import type { TaskError } from "@flotilla/core";
 import type { FinishInput } from "@flotilla/store";
+import type { ReadinessState } from "./readiness.ts";
 
 export interface TaskEndEvent {
   taskId: string;
@@ -27,4 +28,6 @@ export interface WorkerEvents {
   "entry:dead-lettered": [DeadLetteredEvent];
   /** Something failed that the worker rode out (a claim, a dead-lettering); it carries on. */
   "worker:error": [unknown];
+  /** The worker became unready (a reason was raised) or a reason cleared; `ready` says which way it stands now. */
+  "worker:readiness": [ReadinessState];
 }

@@ -5,4 +5,5 @@ export type { DeadLetteredEvent, TaskEndEvent, WorkerEvents } from "./events.ts"
 export type { ExecutionContext, Executor } from "./executor.ts";
 export { jsonLogger, type LogFields, type Logger, silentLogger } from "./logger.ts";
 export { type ResolvedWorkerOptions, resolveWorkerOptions, type StopOptions, type WorkerOptions } from "./options.ts";
+export type { NotReadyReason, ReadinessState } from "./readiness.ts";
 export { Worker } from "./worker.ts";

@@ -6,8 +6,8 @@ import type { InFlight } from "./in-flight.ts";
 /**
  * Keeps the leases of every entry a worker holds, on one timer however many tasks it runs: every
  * third of the lease, each lane's entries are renewed in one script call. A run whose entry another
- * worker took over (its lease lapsed here: frozen, cut off) is aborted, so it stops and writes
- * nothing more. (BullMQ's lock manager plays the same part.)
+ * worker took over (its lease lapsed here: frozen, cut off), or whose entry Redis lost with its data,
+ * is aborted, so it stops and writes nothing more. (BullMQ's lock manager plays the same part.)
  */
 export class LeaseKeeper {
   private readonly broker: Broker;
@@ -48,8 +48,9 @@ export class LeaseKeeper {
       for (const entryId of lost) {
         const run = this.inFlight.get(lane, entryId);
         if (!run) continue;
-        this.log.warn("lease lost: another worker took the task over", { queue: lane.queue, entryId, taskId: run.taskId });
-        run.controller.abort(new AbortReason(ErrorCodes.STALE_ATTEMPT, "lease lost: another worker took the task over"));
+        // Another worker took the task over; or Redis lost its data (the entry went with its group).
+        this.log.warn("lease lost: the entry is no longer ours", { queue: lane.queue, entryId, taskId: run.taskId });
+        run.controller.abort(new AbortReason(ErrorCodes.STALE_ATTEMPT, "lease lost: another worker took the task over, or Redis lost it"));
       }
     }
   }

@@ -1,7 +1,7 @@
 import { Broker } from "@flotilla/broker";
 import { CancelListener } from "@flotilla/cancel";
 import { createKeys, ErrorCodes } from "@flotilla/core";
-import { closeRedis, type OwnedRedis, openRedis, SubscriberHub, whenReady } from "@flotilla/core/redis";
+import { closeRedis, describeRedis, type OwnedRedis, openRedis, SubscriberHub, whenReady } from "@flotilla/core/redis";
 import { Heartbeat } from "@flotilla/health";
 import { MemoryStores } from "@flotilla/memory";
 import { METRICS } from "@flotilla/metrics";
@@ -17,6 +17,7 @@ import { InFlight } from "./in-flight.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
 import type { ResolvedWorkerOptions } from "./options.ts";
 import { OutcomeRecorder } from "./outcome-recorder.ts";
+import { Readiness, type ReadinessState } from "./readiness.ts";
 import { Settler } from "./settler.ts";
 
 /** What the session tells the Worker, which turns it into its events. */
@@ -25,6 +26,7 @@ export interface SessionListener {
   ended(event: TaskEndEvent): void;
   deadLettered(event: DeadLetteredEvent): void;
   error(err: unknown): void;
+  readiness(state: ReadinessState): void;
 }
 
 /**
@@ -36,6 +38,7 @@ export class WorkerSession {
   readonly inFlight: InFlight;
   readonly scheduler: ClaimScheduler;
   readonly recorder: OutcomeRecorder;
+  readonly readiness: Readiness;
   private readonly options: ResolvedWorkerOptions;
   private readonly conn: OwnedRedis;
   private readonly blocking: OwnedRedis;
@@ -55,6 +58,7 @@ export class WorkerSession {
     const { workerId, logger: log, metrics } = options;
     const redis = conn.redis;
     const keys = createKeys(options.prefix);
+    this.readiness = new Readiness(log, (state) => listener.readiness(state));
     const store = new TaskStore(redis, keys, options.retention);
     const broker = new Broker(redis, keys, { deadLetterMaxLen: options.retention.deadLetterMaxLen });
     this.broker = broker;
@@ -102,6 +106,7 @@ export class WorkerSession {
       dispatch: (queue, reply, reclaimed) => dispatcher.dispatch(queue, reply, reclaimed),
       log,
       onError: (err) => listener.error(err),
+      readiness: this.readiness,
     });
     this.leases = new LeaseKeeper(broker, this.inFlight, workerId, options.leaseMs, log);
     this.heartbeat = new Heartbeat(redis, keys, {
@@ -141,6 +146,8 @@ export class WorkerSession {
       throw err;
     }
     const session = new WorkerSession(options, conn, blocking, hub, listener);
+    conn.redis.on("close", session.connectionLost);
+    conn.redis.on("ready", session.connectionBack);
     for (const queue of options.queues) await session.broker.ensureGroup(queue);
     await session.cancels.start();
     await session.heartbeat.start();
@@ -150,10 +157,13 @@ export class WorkerSession {
     return session;
   }
 
-  /** Connected to Redis and claiming. */
+  /** Connected to Redis, claiming, and the last claim worked. */
   get ready(): boolean {
-    return this.scheduler.claiming && this.conn.redis.status === "ready";
+    return this.scheduler.claiming && this.conn.redis.status === "ready" && this.readiness.ready;
   }
+
+  private readonly connectionLost = () => this.readiness.raise("redis", `the connection to Redis at ${describeRedis(this.conn.redis)} is down`);
+  private readonly connectionBack = () => this.readiness.clear("redis");
 
   /**
    * Stops claiming, lets running tasks finish for up to `drainTimeoutMs`, hands back (or cancels)
@@ -164,6 +174,9 @@ export class WorkerSession {
     this.onDeadline = onDeadline;
     this.gauges.stop();
     await this.scheduler.stop();
+    // Stopping is no readiness change to report: the connections close on purpose below.
+    this.conn.redis.off("close", this.connectionLost);
+    this.conn.redis.off("ready", this.connectionBack);
     if (!(await this.inFlight.settled(drainTimeoutMs))) {
       log.warn(`drain deadline reached: ${onDeadline === "release" ? "handing back" : "cancelling"} running tasks`, { tasks: this.inFlight.taskIds() });
       this.inFlight.abortAll(new AbortReason(ErrorCodes.SHUTDOWN, `worker ${this.options.workerId} shut down before the task finished`));

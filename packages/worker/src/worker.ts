@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import { DEFAULTS, ErrorCodes, LifecycleError } from "@flotilla/core";
 import type { WorkerEvents } from "./events.ts";
 import { type ResolvedWorkerOptions, resolveWorkerOptions, type StopOptions, type WorkerOptions } from "./options.ts";
+import type { ReadinessState } from "./readiness.ts";
 import { WorkerSession } from "./session.ts";
 
 /**
@@ -17,6 +18,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private session: WorkerSession | undefined;
   private starting: Promise<void> | undefined;
   private stopped: Promise<void> | undefined;
+  private readonly createdAt = Date.now();
+  private stoppedAt = 0;
 
   constructor(options: WorkerOptions = {}) {
     super();
@@ -35,6 +38,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         ended: (event) => this.emit("task:ended", event),
         deadLettered: (event) => this.emit("entry:dead-lettered", event),
         error: (err) => this.emit("worker:error", err),
+        readiness: (state) => this.emit("worker:readiness", state),
       });
       this.options.logger.info("worker started", { workerId: this.workerId, queues: this.queues, concurrency: this.concurrency });
     })();
@@ -50,6 +54,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
    * what is left, leaves the fleet and closes its connections.
    */
   stop(options: StopOptions = {}): Promise<void> {
+    if (!this.stopped) this.stoppedAt = Date.now();
     this.stopped ??= (async () => {
       await this.starting?.catch(() => {});
       const session = this.session;
@@ -60,9 +65,20 @@ export class Worker extends EventEmitter<WorkerEvents> {
     return this.stopped;
   }
 
-  /** Connected to Redis and claiming: what a readiness probe asks. */
+  /**
+   * What a readiness probe asks: started, not stopping, connected to Redis, and claiming (false from
+   * a claim that failed until one works again).
+   */
   get ready(): boolean {
     return this.stopped === undefined && this.session?.ready === true;
+  }
+
+  /** `ready`, and each reason it is not: `starting`, `stopping`, `redis` (connection down), `claiming` (claims fail). */
+  get readiness(): ReadinessState {
+    if (this.stopped) return { ready: false, reasons: [{ reason: "stopping", detail: "stop() was called", since: this.stoppedAt }] };
+    if (!this.session) return { ready: false, reasons: [{ reason: "starting", detail: "start() has not finished", since: this.createdAt }] };
+    const state = this.session.readiness.state;
+    return { ...state, ready: this.ready };
   }
 
   /** Ids of the tasks running now. */

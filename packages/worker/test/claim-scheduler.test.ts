@@ -1,3 +1,4 @@
+import { type Broker, isMissingGroup, laneKeys } from "@flotilla/broker";
 import { TestBroker } from "@flotilla/broker/testing";
 import { createKeys, DEFAULT_RETENTION, silentLogger } from "@flotilla/core";
 import { closeRedis, type OwnedRedis, openRedis } from "@flotilla/core/redis";
@@ -44,13 +45,14 @@ interface Claimed {
 }
 
 /** A started scheduler whose dispatched entries are kept (and held in flight until `finish`). */
-async function scheduler(options: Partial<SchedulerOptions> & { queues: string[] }, start = true) {
+async function scheduler(options: Partial<SchedulerOptions> & { queues: string[] }, start = true, using: Broker = broker) {
   for (const q of options.queues) await broker.ensureGroup(q);
   const blocking = openRedis(redisUrl(), "blocking");
   const command = openRedis(redisUrl(), "command");
   opened.push(blocking, command);
   const claimed: Claimed[] = [];
   const errors: unknown[] = [];
+  const readiness: string[] = [];
   const finishers = new Map<string, () => void>();
   let settling = 0;
   const inFlight = new InFlight(() => s.wake());
@@ -58,7 +60,7 @@ async function scheduler(options: Partial<SchedulerOptions> & { queues: string[]
     { workerId: "w1", concurrency: 2, blockMs: 200, leaseMs: 60_000, promoteIntervalMs: 60_000, fairnessEvery: 0, ...options },
     {
       store,
-      broker,
+      broker: using,
       blocking,
       command,
       inFlight,
@@ -76,6 +78,10 @@ async function scheduler(options: Partial<SchedulerOptions> & { queues: string[]
       },
       log: silentLogger,
       onError: (err) => errors.push(err),
+      readiness: {
+        raise: (reason) => void readiness.push(`raise ${reason}`),
+        clear: (reason) => void readiness.push(`clear ${reason}`),
+      },
     },
   );
   if (start) {
@@ -86,6 +92,7 @@ async function scheduler(options: Partial<SchedulerOptions> & { queues: string[]
     s,
     claimed,
     errors,
+    readiness,
     inFlight,
     setSettling: (n: number) => {
       settling = n;
@@ -189,6 +196,45 @@ describe("ClaimScheduler", () => {
     h.s.settleStarted("one", replies, 1);
     expect(h.s.freeSlots()).toBe(-1); // 2 slots, 3 held, nothing reserved any more
     expect(h.ids().sort()).toEqual(["one/a", "one/b", "one/c"]);
+  });
+
+  it("makes every queue's groups again when a claim meets NOGROUP, claims what waits, and is not ready until a claim works", async () => {
+    const h = await scheduler({ queues: ["lost-a", "lost-b"], blockMs: 30_000 });
+    await new Promise((r) => setTimeout(r, 100)); // blocked on both queues
+    // Redis lost its data; then a task comes back through a producer that makes no group.
+    await redis.del(...laneKeys(keys, "lost-a"), ...laneKeys(keys, "lost-b"), keys.queues());
+    await store.writeRaw("lost-b/x");
+    await broker.enqueue("lost-b", "x");
+    await waitFor(async () => h.ids().includes("lost-b/x"), { what: "the task after the groups were made again", timeoutMs: 10_000 });
+    expect(h.errors.some(isMissingGroup)).toBe(true);
+    const raised = h.readiness.indexOf("raise claiming");
+    expect(raised).toBeGreaterThanOrEqual(0);
+    expect(h.readiness.lastIndexOf("clear claiming")).toBeGreaterThan(raised);
+    for (const lane of [...laneKeys(keys, "lost-a"), ...laneKeys(keys, "lost-b")]) {
+      expect(((await redis.xinfo("GROUPS", lane)) as unknown[][]).map((g) => g[1])).toEqual(["flotilla"]);
+    }
+    expect((await redis.smembers(keys.queues())).sort()).toEqual(["lost-a", "lost-b"]);
+  });
+
+  it("makes the groups once per queue per failed claim, and backs off while NOGROUP persists", async () => {
+    const remakes: string[] = [];
+    // A broker whose groups never come back (as if Redis kept refusing to make them).
+    const stuck = new (class extends TestBroker {
+      override async ensureGroup(queue: string, options: { again?: boolean } = {}): Promise<void> {
+        if (options.again) remakes.push(queue);
+        else await super.ensureGroup(queue);
+      }
+    })(redis, keys);
+    const h = await scheduler({ queues: ["stuck-a", "stuck-b"] }, true, stuck);
+    await redis.del(...laneKeys(keys, "stuck-a"), ...laneKeys(keys, "stuck-b"));
+    await new Promise((r) => setTimeout(r, 1500));
+    const failures = h.errors.filter(isMissingGroup).length;
+    // One make per queue per NOGROUP; the second try comes at once, then 400, 800, 1600 ms… (not a busy loop).
+    expect(failures).toBeGreaterThanOrEqual(2);
+    expect(failures).toBeLessThanOrEqual(8);
+    expect(remakes.length).toBe(2 * failures);
+    expect(remakes.filter((q) => q === "stuck-a").length).toBe(failures);
+    expect(h.readiness.at(-1)).toBe("raise claiming");
   });
 
   it("never lets a settle call claim for a worker of several queues, a stopping one, or when reclaiming is due", async () => {

@@ -2,6 +2,7 @@
 -- the statistics to count and the status events to publish. finish() writes the last three once,
 -- at the end, whatever the call touched. Includes keep no state of their own: it all lives here.
 -- `lanes`: the queue's lane keys, high, normal, low (empty for a call that settles no entry).
+-- readNewEntries sets `noGroup` to a lane it could not read: it has no consumer group.
 local function newBatch(lanes, group, consumer, now, taskBase, recordTtlMs)
   return {
     lanes = lanes,
