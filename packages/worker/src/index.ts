@@ -4,5 +4,5 @@ export { type AgentExecutorOptions, agentExecutor } from "./agent-executor.ts";
 export type { DeadLetteredEvent, TaskEndEvent, WorkerEvents } from "./events.ts";
 export type { ExecutionContext, Executor } from "./executor.ts";
 export { jsonLogger, type LogFields, type Logger, silentLogger } from "./logger.ts";
-export { type ResolvedWorkerOptions, resolveWorkerOptions, type StopOptions, type WorkerOptions } from "./options.ts";
+export { defaultWorkerId, type ResolvedWorkerOptions, resolveWorkerOptions, type StopOptions, type WorkerOptions } from "./options.ts";
 export { Worker } from "./worker.ts";
