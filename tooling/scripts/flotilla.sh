@@ -86,7 +86,7 @@ case "$cmd" in
     bash "$ROOT/tooling/scripts/build.sh"
     (cd "$ROOT" && node apps/demo/dist/main.js "$@") ;;
   worker)
-    bash "$ROOT/tooling/scripts/build.sh" --filter=@flotilla/worker-app...
+    bash "$ROOT/tooling/scripts/build.sh"
     (cd "$ROOT" && node apps/worker/dist/main.js "$@") ;;
   example)
     ensure_redis
