@@ -78,8 +78,8 @@ module.exports = {
       mainFields: ["module", "main", "types"],
     },
     doNotFollow: { path: "node_modules" },
-    // Our own build output and generated Lua; not a dependency's files (OpenTelemetry ships its code in dist/,
+    // Our own build output, generated Lua and the README programs the docs test writes out; not a dependency's files (OpenTelemetry ships its code in dist/,
     // and an excluded module vanishes from the graph, rules and all).
-    exclude: { path: `${PACKAGE}(dist|\\.turbo|src/generated)/` },
+    exclude: { path: `${PACKAGE}(dist|\\.turbo|\\.docs-snippets|src/generated)/` },
   },
 };

@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # One entry point for a fresh clone: provides Node >= 22.15 and pnpm (installing Node 24 and pnpm
 # from the npm registry into tooling/.toolchain when the machine's are missing or too old),
-# installs dependencies, then runs: setup | demo | test | ci-build.
+# installs dependencies, then runs one of:
+#   setup                 nothing more
+#   build                 builds every package (tooling/scripts/build.sh: a line per package)
+#   demo [args]           builds, then runs the demo
+#   worker [args]         builds, then runs flotilla-worker (apps/worker) with the given flags
+#   example <name>        runs an example of examples/ (research | swarm)
+#   test [vitest args]    every test (builds the Temporal dev server once, with progress)
+#   <command> [args]      any other command with the toolchain on the PATH (e.g. pnpm …)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -74,10 +81,16 @@ ensure_toolchain
 ensure_deps
 case "$cmd" in
   setup) ;;
-  build) (cd "$ROOT" && pnpm exec turbo run build --output-logs=errors-only) ;;
+  build) bash "$ROOT/tooling/scripts/build.sh" "$@" ;;
   demo)
-    (cd "$ROOT" && pnpm exec turbo run build --output-logs=errors-only)
+    bash "$ROOT/tooling/scripts/build.sh"
     (cd "$ROOT" && node apps/demo/dist/main.js "$@") ;;
+  worker)
+    bash "$ROOT/tooling/scripts/build.sh"
+    (cd "$ROOT" && node apps/worker/dist/main.js "$@") ;;
+  example)
+    ensure_redis
+    (cd "$ROOT" && pnpm --silent --filter @flotilla/examples "$@") ;;
   test)
     ensure_redis
     # The Temporal tests need the dev server binary: built once from the Go module proxy, then cached.

@@ -3,6 +3,9 @@
 # the clone, and prints its path. Built from the Go module proxy with the machine's Go.
 #   FLOTILLA_CACHE        cache root (default ~/.cache/flotilla)
 #   FLOTILLA_TEMPORAL_BIN use this binary instead
+#   FLOTILLA_PROGRESS_SECONDS  how often a long step says it is still running (default 30)
+# Progress goes to stderr (stdout is the binary's path): what it does, each step, and a line every
+# FLOTILLA_PROGRESS_SECONDS while a step runs, so the one slow build never looks like a hang.
 set -euo pipefail
 VERSION="v1.5.1" # github.com/temporalio/cli; later versions need a module the proxy does not serve
 if [[ -n "${FLOTILLA_TEMPORAL_BIN:-}" ]]; then
@@ -23,14 +26,47 @@ if ! command -v go >/dev/null 2>&1; then
   exit 1
 fi
 mkdir -p "$CACHE"
-echo "temporal.sh: building the Temporal dev server $VERSION (once; cached in $CACHE)…" >&2
+EVERY="${FLOTILLA_PROGRESS_SECONDS:-30}"
+START=$(date +%s)
+elapsed() {
+  local s=$(($(date +%s) - START))
+  printf '%dm%02ds' $((s / 60)) $((s % 60))
+}
+# Runs a command while a background loop says "still <what>" every $EVERY seconds. The loop writes
+# to stderr only, so a command substitution around this never waits for it, and it ends by itself
+# should this script be killed ($$ is this script's pid, in subshells too).
+ticking() {
+  local what="$1"
+  shift
+  (
+    nap=""
+    trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+    while kill -0 $$ 2>/dev/null; do
+      sleep "$EVERY" &
+      nap=$!
+      wait "$nap"
+      if kill -0 $$ 2>/dev/null; then echo "temporal.sh: still $what… ($(elapsed) so far)" >&2; fi
+    done
+  ) >&2 &
+  local ticker=$!
+  local rc=0
+  "$@" || rc=$?
+  kill "$ticker" 2>/dev/null || true
+  wait "$ticker" 2>/dev/null || true
+  return "$rc"
+}
+echo "temporal.sh: building the Temporal dev server (the temporal CLI $VERSION) for the Temporal tests, once: it is cached in $CACHE." >&2
+echo "temporal.sh: this usually takes 3–10 minutes (a download of its Go modules, then a compile); later runs reuse the binary." >&2
 # Two runs at once (two clones' CI) each build into a folder of their own inside the cache folder and
 # rename the binary into place: the rename stays on one file system, so it is atomic and the cache
 # never holds a half-written binary; a failed or interrupted build leaves nothing behind.
 WORK="$(mktemp -d)"
 STAGE="$(mktemp -d "$CACHE/.build.XXXXXX")"
 trap 'rm -rf "$WORK" "$STAGE"' EXIT
-DIR="$(cd "$WORK" && GOFLAGS=-mod=mod go mod download -json "github.com/temporalio/cli@$VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
-(cd "$DIR" && go build -o "$STAGE/temporal" ./cmd/temporal)
+echo "temporal.sh: 1/2 downloading github.com/temporalio/cli@$VERSION and its modules from the Go module proxy…" >&2
+DIR="$(cd "$WORK" && ticking "downloading" env GOFLAGS=-mod=mod go mod download -json "github.com/temporalio/cli@$VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
+echo "temporal.sh: 2/2 compiling ./cmd/temporal (the long step)…" >&2
+(cd "$DIR" && ticking "compiling" go build -o "$STAGE/temporal" ./cmd/temporal)
 mv -f "$STAGE/temporal" "$BIN"
+echo "temporal.sh: built in $(elapsed): $BIN" >&2
 echo "$BIN"

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The Flotilla demo: two worker processes, several agent runs with the scripted model, one streamed
 // to the terminal as it types, one cancelled mid-run; then the fleet and the final statuses.
+// Ctrl-C (SIGINT) or SIGTERM at any point stops the workers and removes the demo's keys first.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
@@ -9,6 +10,7 @@ import { FlotillaClient, type TaskHandle } from "@flotilla/client";
 import { purgePrefix, startRedisServer } from "@flotilla/testing";
 import { Redis } from "ioredis";
 import { answers } from "./redis-server.ts";
+import { stopChild, Teardown } from "./teardown.ts";
 
 const fromSource = import.meta.url.endsWith(".ts");
 const ext = fromSource ? "ts" : "js";
@@ -19,9 +21,17 @@ const dim = (s: string) => (tty ? `\x1b[2m${s}\x1b[0m` : s);
 const bold = (s: string) => (tty ? `\x1b[1m${s}\x1b[0m` : s);
 const say = (s = "") => process.stdout.write(`${s}\n`);
 
+const teardown = new Teardown();
+const workers: ChildProcess[] = [];
+/** The signal that interrupted the demo, once one has. */
+let interrupted: NodeJS.Signals | undefined;
+
 function startWorker(url: string, prefix: string, name: string): Promise<ChildProcess> {
   const args = fromSource ? ["--conditions=@flotilla/source", workerMain] : [workerMain];
   const child = spawn(process.execPath, args, {
+    // A process group of its own: Ctrl-C reaches the demo alone, which stops its workers itself
+    // (once each: a worker's second signal would exit it without draining).
+    detached: true,
     env: {
       ...process.env,
       REDIS_URL: url,
@@ -32,9 +42,13 @@ function startWorker(url: string, prefix: string, name: string): Promise<ChildPr
       FLOTILLA_LOG_LEVEL: "warn",
       // Fleet figures are as of the last beat; beat often so the demo's table is current.
       FLOTILLA_HEARTBEAT_TTL_MS: "900",
+      // Stopped early (Ctrl-C), a worker hands its running tasks back after a second: the demo
+      // removes every key anyway.
+      FLOTILLA_DRAIN_TIMEOUT_MS: "1000",
     },
     stdio: ["ignore", "pipe", "inherit"],
   });
+  workers.push(child);
   return new Promise((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (d: Buffer) => {
@@ -47,19 +61,26 @@ function startWorker(url: string, prefix: string, name: string): Promise<ChildPr
 
 async function main(): Promise<void> {
   let url = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
-  let stopRedis: (() => Promise<void>) | undefined;
   if (!(await answers(url))) {
     say(dim(`No Redis answers at ${url}; starting a throwaway redis-server…`));
     const server = await startRedisServer({ aof: false });
     url = server.url;
-    stopRedis = server.stop;
+    teardown.add(() => server.stop());
   }
   const prefix = `flotilla-demo-${randomBytes(3).toString("hex")}`;
   say(bold("Flotilla demo") + dim(`  redis ${url}  prefix ${prefix}`));
-
-  const workers = await Promise.all([startWorker(url, prefix, "worker-1"), startWorker(url, prefix, "worker-2")]);
-  const client = new FlotillaClient({ redis: url, prefix });
   const admin = new Redis(url);
+  teardown.add(async () => {
+    await purgePrefix(admin, prefix);
+    admin.disconnect();
+  });
+  const client = new FlotillaClient({ redis: url, prefix });
+  teardown.add(() => client.close());
+  teardown.add(async () => {
+    await Promise.all(workers.map((w) => stopChild(w, 10_000)));
+  });
+
+  await Promise.all([startWorker(url, prefix, "worker-1"), startWorker(url, prefix, "worker-2")]);
   try {
     for (let i = 0; ; i++) {
       if ((await client.fleet.status()).live === 2) break;
@@ -154,27 +175,31 @@ async function main(): Promise<void> {
     }
     say(`\n${[...counts].map(([s, n]) => `${n} ${s}`).join(", ")}`);
   } finally {
-    await Promise.all(
-      workers.map(
-        (w) =>
-          new Promise<void>((resolve) => {
-            w.removeAllListeners("exit");
-            w.on("exit", () => resolve());
-            w.kill("SIGTERM");
-          }),
-      ),
-    );
-    await client.close();
-    await purgePrefix(admin, prefix);
-    admin.disconnect();
-    await stopRedis?.();
+    await teardown.run();
   }
 }
 
+function interrupt(signal: NodeJS.Signals): void {
+  if (interrupted) {
+    // A second Ctrl-C: no more waiting for the workers to drain.
+    for (const w of workers) w.kill("SIGKILL");
+    return;
+  }
+  interrupted = signal;
+  say(dim(`\n${signal}: stopping the workers and removing the demo's keys…`));
+  void teardown.run().finally(() => process.exit(128 + (signal === "SIGINT" ? 2 : 15)));
+}
+process.on("SIGINT", interrupt);
+process.on("SIGTERM", interrupt);
+
 main().then(
-  () => process.exit(0),
+  () => {
+    if (!interrupted) process.exit(0);
+  },
   (err) => {
+    // Interrupted: what failed did so because the teardown closed it; the handler exits.
+    if (interrupted) return;
     process.stderr.write(`demo failed: ${err?.stack ?? err}\n`);
-    process.exit(1);
+    void teardown.run().finally(() => process.exit(1));
   },
 );

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { FlotillaMetrics } from "@flotilla/metrics";
 import { metrics } from "@opentelemetry/api";
 import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
-import { MeterProvider } from "@opentelemetry/sdk-metrics";
+import { workerMeterProvider } from "./telemetry.ts";
 
 export interface Endpoints {
   /** The metrics the worker should record into (Prometheus-exported). */
@@ -20,12 +20,13 @@ export interface ReadinessReport {
 
 /**
  * The worker's opt-in HTTP endpoints, for Prometheus and Kubernetes probes:
- * `/metrics` (Prometheus text, through the OpenTelemetry Prometheus exporter), `/healthz` (the
- * process answers) and `/readyz` (connected to Redis and claiming: 200, else 503 with the reasons).
+ * `/metrics` (Prometheus text, through the OpenTelemetry Prometheus exporter; `target_info` names
+ * the service and the worker id), `/healthz` (the process answers) and `/readyz` (connected to Redis
+ * and claiming: 200, else 503 with the reasons).
  */
-export async function startEndpoints(port: number, readiness: () => ReadinessReport, host = "0.0.0.0"): Promise<Endpoints> {
+export async function startEndpoints(port: number, readiness: () => ReadinessReport, workerId: string, host = "0.0.0.0"): Promise<Endpoints> {
   const exporter = new PrometheusExporter({ preventServerStart: true });
-  const provider = new MeterProvider({ readers: [exporter] });
+  const provider = workerMeterProvider(workerId, exporter);
   // Registered globally too, so anything else the process instruments is scraped as well.
   metrics.setGlobalMeterProvider(provider);
   const server: Server = createServer((req, res) => {

@@ -1,8 +1,11 @@
 #!/usr/bin/env node
+import { closeRedis, openRedis } from "@flotilla/core/redis";
 import type { TemporalWorker } from "@flotilla/temporal";
-import { type Executor, jsonLogger, Worker } from "@flotilla/worker";
+import { defaultWorkerId, type Executor, jsonLogger, Worker } from "@flotilla/worker";
 import { loadConfig, USAGE } from "./config.ts";
+import { routeConsoleToLog } from "./console-log.ts";
 import { type ReadinessReport, startEndpoints } from "./endpoints.ts";
+import { watchReadiness } from "./readiness-log.ts";
 import { describeStartupError, loadModule, loadTemporal } from "./startup.ts";
 
 async function main(): Promise<number> {
@@ -18,10 +21,14 @@ async function main(): Promise<number> {
     return 0;
   }
   const log = jsonLogger({ service: "flotilla-worker" }, config.logLevel);
+  routeConsoleToLog(log);
   const mod = await loadModule(config.module);
+  // Known before the worker is made: the metrics name it (service.instance.id).
+  const workerId = config.workerId ?? defaultWorkerId();
   // Opt-in endpoints; the worker is made below, so readiness asks it through this reference.
   let readiness = (): ReadinessReport => ({ ready: false, reasons: [{ reason: "starting", detail: "the worker is being set up" }] });
-  const endpoints = config.metricsPort === undefined ? undefined : await startEndpoints(config.metricsPort, () => readiness());
+  const isReady = () => readiness().ready;
+  const endpoints = config.metricsPort === undefined ? undefined : await startEndpoints(config.metricsPort, () => readiness(), workerId);
   // Temporal mode: tasks become workflows; this process may also serve them as a Temporal worker.
   // @flotilla/temporal is loaded only here, so Redis-mode deployments never load Temporal.
   let temporal: { executor: Executor & { close(): Promise<void> }; worker?: TemporalWorker; running?: Promise<void> } | undefined;
@@ -41,8 +48,12 @@ async function main(): Promise<number> {
       });
     }
   }
+  // The worker's command connection, opened here (with the worker's own connection policy) so this
+  // process can log its loss and return; the worker duplicates it for its blocking and subscriber
+  // connections, and leaves closing it to us.
+  const redis = openRedis(config.redis, "command");
   const worker = new Worker({
-    redis: config.redis,
+    redis: redis.redis,
     prefix: config.prefix,
     queues: config.queues,
     concurrency: config.concurrency,
@@ -55,21 +66,24 @@ async function main(): Promise<number> {
     ...(mod.agents && { agents: mod.agents }),
     ...(temporal && { executor: temporal.executor }),
     ...(endpoints && { metrics: endpoints.metrics }),
-    ...(config.workerId && { workerId: config.workerId }),
+    workerId,
     logger: log,
   });
 
   let stopping = false;
+  let unwatch = () => {};
   const stop = (signal: string) => {
     if (stopping) {
       log.warn("second signal: exiting now", { signal });
       process.exit(130);
     }
     stopping = true;
+    unwatch();
     log.info("draining", { signal, drainTimeoutMs: config.drainTimeoutMs });
     worker
       .stop({ drainTimeoutMs: config.drainTimeoutMs })
       .then(async () => {
+        await closeRedis(redis);
         // The Temporal worker closes its connections (Redis, Temporal) once run() has ended.
         temporal?.worker?.shutdown();
         await temporal?.running?.catch(() => {});
@@ -89,6 +103,7 @@ async function main(): Promise<number> {
   worker.on("worker:error", (err) => log.debug("worker error", { err }));
   readiness = () => worker.readiness;
   await worker.start();
+  if (!stopping) unwatch = watchReadiness({ isReady, redis: redis.redis, log });
   if (temporal?.worker) {
     temporal.running = temporal.worker.run();
     temporal.running.catch((err: unknown) => {

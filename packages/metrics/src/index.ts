@@ -15,12 +15,14 @@ export {
 export { type QueueState, readFleetFigures } from "./fleet-figures.ts";
 export {
   attributeKey,
+  DURATION_BUCKETS,
   defaultMetrics,
   FlotillaMetrics,
   type FlotillaMetricsOptions,
   type HistogramSummary,
   METRICS,
   type MetricsSnapshot,
+  PUBLISH_BUCKETS,
   type QueueFigures,
 } from "./metrics.ts";
 export { extractTrace, injectTrace, SpanKind, type SpanOptions, type TraceCarrier, tracer, withSpan } from "./tracing.ts";

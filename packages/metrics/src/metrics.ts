@@ -17,6 +17,15 @@ export const METRICS = {
   publishDuration: "flotilla.stream.event.publish_duration",
 } as const;
 
+/**
+ * Bucket boundaries of the duration histograms, in seconds (the unit Prometheus and OpenTelemetry
+ * use for durations). OpenTelemetry's default boundaries (0 to 10,000) suit milliseconds: in
+ * seconds every task would land in the first bucket.
+ */
+export const DURATION_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+/** Publishing a batch of events takes milliseconds: finer buckets, in seconds. */
+export const PUBLISH_BUCKETS: readonly number[] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
 export interface HistogramSummary {
   count: number;
   sum: number;
@@ -27,7 +36,7 @@ export interface HistogramSummary {
   p99: number;
 }
 
-/** The figures as this process recorded them: counters and histograms by attribute set, gauges as last observed. */
+/** The figures as this process recorded them: counters and histograms (durations in seconds) by attribute set, gauges as last observed. */
 export interface MetricsSnapshot {
   counters: Record<string, Record<string, number>>;
   gauges: Record<string, Record<string, number>>;
@@ -105,10 +114,12 @@ export class FlotillaMetrics {
     counter(METRICS.retried, "Attempts that ended in a retry");
     counter(METRICS.deadLettered, "Queue entries moved to the dead-letter stream", "{entry}");
     counter(METRICS.eventsEmitted, "Task events published", "{event}");
-    const histogram = (name: string, description: string) => this.otelHistograms.set(name, this.meter.createHistogram(name, { description, unit: "ms" }));
-    histogram(METRICS.duration, "How long a task's attempt ran");
-    histogram(METRICS.waitTime, "How long a task waited in its queue before it first started");
-    histogram(METRICS.publishDuration, "How long a batch of events took to publish");
+    // Durations in seconds, as Prometheus and OpenTelemetry's conventions have them.
+    const histogram = (name: string, description: string, buckets: readonly number[]) =>
+      this.otelHistograms.set(name, this.meter.createHistogram(name, { description, unit: "s", advice: { explicitBucketBoundaries: [...buckets] } }));
+    histogram(METRICS.duration, "How long a task's attempt ran", DURATION_BUCKETS);
+    histogram(METRICS.waitTime, "How long a task waited in its queue before it first started", DURATION_BUCKETS);
+    histogram(METRICS.publishDuration, "How long a batch of events took to publish", PUBLISH_BUCKETS);
     const depth = this.meter.createObservableGauge(METRICS.queueDepth, { description: "Entries waiting in the queue", unit: "{entry}" });
     const pending = this.meter.createObservableGauge(METRICS.queuePending, { description: "Entries claimed and in flight", unit: "{entry}" });
     const live = this.meter.createObservableGauge(METRICS.workersLive, { description: "Workers with a live heartbeat", unit: "{worker}" });
@@ -133,7 +144,7 @@ export class FlotillaMetrics {
     byAttrs.set(key, (byAttrs.get(key) ?? 0) + value);
   }
 
-  /** Records a histogram value (one of METRICS), in ms. */
+  /** Records a histogram value (one of METRICS): a duration, in seconds. */
   record(name: string, value: number, attrs: Attributes = {}): void {
     this.otelHistograms.get(name)?.record(value, attrs);
     const byAttrs = this.histograms.get(name) ?? new Map<string, Samples>();

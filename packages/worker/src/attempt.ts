@@ -112,7 +112,7 @@ export class AttemptRunner {
       onStale: () => controller.abort(new AbortReason(ErrorCodes.STALE_ATTEMPT, "the task is no longer ours")),
       onPublished: (types, ms) => {
         for (const [type, n] of Object.entries(types)) metrics.add(METRICS.eventsEmitted, n, { type });
-        metrics.record(METRICS.publishDuration, ms);
+        metrics.record(METRICS.publishDuration, ms / 1000);
       },
     });
     const timer =
@@ -128,7 +128,7 @@ export class AttemptRunner {
 
     let usage: TokenUsage | undefined;
     const attrs = { queue: lane.queue, agent: agentName };
-    if (attempt === 1) metrics.record(METRICS.waitTime, start.waitedMs, attrs);
+    if (attempt === 1) metrics.record(METRICS.waitTime, start.waitedMs / 1000, attrs);
     const runStarted = performance.now();
     let traceId: string | undefined;
     // The worker's span continues the submit's trace (carried by the task) and is the parent of the
@@ -174,7 +174,7 @@ export class AttemptRunner {
       }
       return outcome;
     });
-    metrics.record(METRICS.duration, performance.now() - runStarted, { ...attrs, status: outcome.status });
+    metrics.record(METRICS.duration, (performance.now() - runStarted) / 1000, { ...attrs, status: outcome.status });
     const reason: unknown = controller.signal.reason;
     // Lost its claim: another worker runs the task now and owns its outcome.
     if (reason instanceof AbortReason && reason.code === ErrorCodes.STALE_ATTEMPT) return undefined;

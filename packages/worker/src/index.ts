@@ -4,6 +4,6 @@ export { type AgentExecutorOptions, agentExecutor } from "./agent-executor.ts";
 export type { DeadLetteredEvent, TaskEndEvent, WorkerEvents } from "./events.ts";
 export type { ExecutionContext, Executor } from "./executor.ts";
 export { jsonLogger, type LogFields, type Logger, silentLogger } from "./logger.ts";
-export { type ResolvedWorkerOptions, resolveWorkerOptions, type StopOptions, type WorkerOptions } from "./options.ts";
+export { defaultWorkerId, type ResolvedWorkerOptions, resolveWorkerOptions, type StopOptions, type WorkerOptions } from "./options.ts";
 export type { NotReadyReason, ReadinessState } from "./readiness.ts";
 export { Worker } from "./worker.ts";

@@ -158,11 +158,16 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     promoteIntervalMs: o.promoteIntervalMs ?? DEFAULTS.promoteIntervalMs,
     // 1 would let low and normal take turns first every round: the same as 2, said plainly.
     fairnessEvery: fairnessEvery === 1 ? 2 : fairnessEvery,
-    workerId: o.workerId ?? `${hostname()}-${process.pid}-${newId().slice(-6)}`,
+    workerId: o.workerId ?? defaultWorkerId(),
     connectTimeoutMs: o.connectTimeoutMs ?? DEFAULTS.workerConnectTimeoutMs,
     retention: resolveRetention(o.retention),
     logger: o.logger ?? silentLogger,
     metrics: o.metrics ?? defaultMetrics(),
     gaugeIntervalMs: o.gaugeIntervalMs ?? DEFAULTS.gaugeIntervalMs,
   };
+}
+
+/** The id a worker takes when given none: `<hostname>-<pid>-<random>`, unique on the machine and over time. */
+export function defaultWorkerId(): string {
+  return `${hostname()}-${process.pid}-${newId().slice(-6)}`;
 }

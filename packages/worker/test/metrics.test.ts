@@ -51,6 +51,29 @@ describe("a worker's metrics", () => {
     expect(histograms[METRICS.publishDuration]?.[""]?.count).toBeGreaterThanOrEqual(4);
   });
 
+  it("times runs and waits in seconds", async () => {
+    const metrics = new FlotillaMetrics();
+    // One slot and runs of at least 300 ms: the second task waits for the first to end.
+    await h.worker({
+      queues: ["ws"],
+      metrics,
+      concurrency: 1,
+      executor: { execute: () => new Promise((resolve) => setTimeout(() => resolve(null), 300)) },
+    });
+    const agent = new Agent({ name: "sleepy", model: "scripted:x" });
+    const ids = [await h.submit(agent, "a", { queue: "ws" }), await h.submit(agent, "b", { queue: "ws" })];
+    for (const id of ids) await h.until(id);
+    const { histograms } = metrics.snapshot();
+    const runs = histograms[METRICS.duration]?.[attributeKey({ queue: "ws", agent: "sleepy", status: "COMPLETED" })];
+    const waits = histograms[METRICS.waitTime]?.[attributeKey({ queue: "ws", agent: "sleepy" })];
+    // Correctness bounds only: each run took 0.3 s or more, and far less than a minute (300 in ms).
+    expect(runs).toMatchObject({ count: 2 });
+    expect(runs!.min).toBeGreaterThanOrEqual(0.29);
+    expect(runs!.max).toBeLessThan(60);
+    expect(waits!.max).toBeGreaterThanOrEqual(0.25);
+    expect(waits!.max).toBeLessThan(60);
+  });
+
   it("gauges its queues' depth and pending entries and the live workers, on its gauge interval", async () => {
     const metrics = new FlotillaMetrics();
     let release: (() => void) | undefined;
