@@ -1,0 +1,66 @@
+import type { AddressInfo } from "node:net";
+import { createServer } from "node:net";
+import { CorruptRecordError, ErrorCodes, ValidationError } from "@flotilla/core";
+import { echo, redisUrl } from "@flotilla/testing";
+import { useFlotilla } from "@flotilla/testing/vitest";
+import { describe, expect, it } from "vitest";
+import { FlotillaClient } from "../src/index.ts";
+
+// What submit does with the options around the input: size limit, delays, caller-chosen ids.
+describe("submit options", () => {
+  const h = useFlotilla("submit-options");
+
+  it("takes a payload of exactly maxPayloadBytes, and refuses one byte more", async () => {
+    const agent = echo();
+    const empty = JSON.stringify({ agent: agent.toJSON(), input: "" }).length;
+    const client = new FlotillaClient({ redis: redisUrl(), prefix: h.prefix, maxPayloadBytes: empty + 100 });
+    await expect(client.submit(agent, "x".repeat(100))).resolves.toBeDefined();
+    const err = await client.submit(agent, "x".repeat(101)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ValidationError);
+    expect(err).toMatchObject({ field: "input" });
+    await client.close();
+  });
+
+  it("delays a task by delayMs from its submit, or to runAt", async () => {
+    const client = h.client();
+    const delayed = await (await client.submit(echo(), "x", { queue: "later", delayMs: 60_000 })).status();
+    expect(delayed.runAt! - delayed.createdAt).toBe(60_000);
+    const at = Date.now() + 120_000;
+    expect((await (await client.submit(echo(), "x", { queue: "later", runAt: at })).status()).runAt).toBe(at);
+    expect((await (await client.submit(echo(), "x", { queue: "later" })).status()).runAt).toBeUndefined();
+  });
+
+  it("takes a caller's id as a name or as <queue>/<name> of the queue it is submitted to", async () => {
+    const client = h.client();
+    expect((await client.submit(echo(), "x", { queue: "named", taskId: "mine" })).taskId).toBe("named/mine");
+    expect((await client.submit(echo(), "x", { queue: "named", taskId: "named/also-mine" })).taskId).toBe("named/also-mine");
+    await expect(client.submit(echo(), "x", { queue: "named", taskId: "other/mine" })).rejects.toMatchObject({ code: ErrorCodes.VALIDATION, field: "taskId" });
+  });
+
+  it("refuses an idempotency key in submitMany, naming the item", async () => {
+    const err = await h
+      .client()
+      .submitMany([
+        { agent: echo(), input: "a" },
+        { agent: echo(), input: "b", options: { idempotencyKey: "k" } },
+      ])
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ValidationError);
+    expect(err).toMatchObject({ field: "items.1.idempotencyKey" });
+  });
+
+  it("reads the depth of the default queue unless told another, and refuses a bad queue name", async () => {
+    const client = h.client();
+    const before = (await client.fleet.queueDepth()).waiting;
+    await client.submit(echo(), "x");
+    expect(await client.fleet.queueDepth()).toMatchObject({ waiting: before + 1 });
+    expect(await client.fleet.queueDepth("empty")).toMatchObject({ waiting: 0 });
+    await expect(client.fleet.queueDepth("no spaces")).rejects.toMatchObject({ code: ErrorCodes.VALIDATION, field: "queue" });
+  });
+
+  it("fails a result wait on a record it cannot read, instead of waiting on", async () => {
+    const handle = await h.client().submit(echo(), "x", { queue: "corrupt" });
+    await h.redis.hset(h.keys.task(handle.taskId), "status", "BOGUS");
+    await expect(handle.result({ timeoutMs: 10_000 })).rejects.toBeInstanceOf(CorruptRecordError);
+  });
+});
