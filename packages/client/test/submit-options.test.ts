@@ -1,5 +1,3 @@
-import type { AddressInfo } from "node:net";
-import { createServer } from "node:net";
 import { CorruptRecordError, ErrorCodes, ValidationError } from "@flotilla/core";
 import { echo, redisUrl } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
