@@ -16,6 +16,7 @@
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Stryker } from "@stryker-mutator/core";
+import { buildPackage, luaPackages } from "../lua/build.mjs";
 import { LOADED_BY_CHILDREN, mutateGlobs, ORDER, SPAWNING_PROJECTS, TARGETS } from "./targets.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -71,6 +72,9 @@ function summarize(results) {
 async function runTarget(target, opts) {
   const projects = [...TARGETS[target].projects, ...opts.withProjects];
   process.env.FLOTILLA_MUTATE_PROJECTS = projects.join(",");
+  // The built scripts (src/generated) are not mutated, and a worktree that changed commits may hold
+  // stale ones: the dry run then fails outside any test. Build them first, as the test suite does.
+  for (const dir of luaPackages()) buildPackage(dir);
   const started = Date.now();
   const results = await new Stryker(strykerOptions(target, opts)).runMutationTest();
   const { score, counts } = summarize(results);
