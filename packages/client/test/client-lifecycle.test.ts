@@ -1,9 +1,9 @@
 import { ErrorCodes, LifecycleError } from "@flotilla/core";
 import { FlotillaMetrics, METRICS } from "@flotilla/metrics";
-import { echo, redisUrl } from "@flotilla/testing";
+import { echo, redisUrl, startRedisServer, testRedis } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { afterEach, describe, expect, it } from "vitest";
-import { closeDefaultClient, defaultFlotillaClient, distributed, FlotillaClient } from "../src/index.ts";
+import { closeDefaultClient, DuplicateTaskError, defaultFlotillaClient, distributed, FlotillaClient } from "../src/index.ts";
 
 describe("the default client", () => {
   const h = useFlotilla("default-client");
@@ -73,6 +73,43 @@ describe("FlotillaClient lifecycle", () => {
     await client.submit(echo(), "b", { queue: "once" });
     expect(await h.redis.sismember(h.keys.queues(), "once")).toBe(0); // not written again
     expect(await h.redis.xinfo("GROUPS", h.keys.queue("once"))).toHaveLength(1);
+    await client.close();
+  });
+
+  it("closes its subscriber connection too", async () => {
+    const server = await startRedisServer({ aof: false });
+    const admin = testRedis(server.url);
+    try {
+      const client = new FlotillaClient({ redis: server.url, prefix: h.prefix });
+      const handle = await client.submit(echo(), "x");
+      await handle.result({ timeoutMs: 50 }).catch(() => {}); // opens the subscriber
+      const names = async () => ((await admin.client("LIST")) as string).split("\n").filter((l) => /name=flotilla:/.test(l)).length;
+      expect(await names()).toBe(2);
+      await client.close();
+      expect(await names()).toBe(0);
+    } finally {
+      await admin.quit();
+      await server.stop();
+    }
+  });
+
+  it("frees an idempotency key whose submit failed, so the next submit with it makes a new task", async () => {
+    const client = new FlotillaClient({ redis: redisUrl(), prefix: h.prefix });
+    await client.submit(echo(), "x", { queue: "idem", taskId: "taken" });
+    await expect(client.submit(echo(), "x", { queue: "idem", taskId: "taken", idempotencyKey: "k" })).rejects.toBeInstanceOf(DuplicateTaskError);
+    const fresh = await client.submit(echo(), "x", { queue: "idem", idempotencyKey: "k" });
+    expect(fresh.taskId).not.toBe("idem/taken");
+    await client.close();
+  });
+
+  it("puts a queue back in the registry when a batch finds its lanes gone", async () => {
+    const client = new FlotillaClient({ redis: redisUrl(), prefix: h.prefix });
+    await client.submitMany([{ agent: echo(), input: "a", options: { queue: "lost" } }]);
+    // Redis lost the queue (as after a restart without persistence): its lanes and registry entry.
+    await h.redis.del(h.keys.queue("lost"), h.keys.lane("lost", "high"), h.keys.lane("lost", "low"));
+    await h.redis.srem(h.keys.queues(), "lost");
+    await client.submitMany([{ agent: echo(), input: "b", options: { queue: "lost" } }]);
+    expect(await h.redis.sismember(h.keys.queues(), "lost")).toBe(1);
     await client.close();
   });
 });
