@@ -111,11 +111,15 @@ describe("TaskHandle", () => {
       const aborted = handle.result({ signal: controller.signal });
       setTimeout(() => controller.abort(new Error("enough")), 300);
       await expect(aborted).rejects.toThrow("enough");
+      // A wait that starts while Redis is down, with time to spare, rides it out.
+      const during = handle.result({ timeoutMs: 30_000 });
+      await new Promise((r) => setTimeout(r, 600));
       await server.up();
       const redis = (await import("@flotilla/testing")).testRedis(server.url);
       await redis.hset(h.keys.task(handle.taskId), { status: "COMPLETED", result: '"back"' });
       await redis.quit();
       expect(await result).toBe("back");
+      expect(await during).toBe("back");
     } finally {
       await client.close();
       await server.stop();
