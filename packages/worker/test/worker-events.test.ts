@@ -164,6 +164,47 @@ describe("what a Worker tells its owner", () => {
     expect((await h.until(await h.submit(scripted("x"), "ok", { queue: "fine" }))).status).toBe("COMPLETED");
   });
 
+  it("tells the fleet what it runs and how its tasks ended, in its heartbeat", async () => {
+    let release: (() => void) | undefined;
+    const w = await h.worker({
+      queues: ["beat", "beat2"],
+      concurrency: 3,
+      executor: {
+        async execute(ctx) {
+          if (ctx.input === "hold") await new Promise<void>((r) => (release = r));
+          if (ctx.input === "fail") throw new Error("no");
+          return null;
+        },
+      },
+    });
+    await h.until(await h.submit(scripted("x"), "ok", { queue: "beat" }));
+    await h.until(await h.submit(scripted("x"), "fail", { queue: "beat" }));
+    const held = await h.submit(scripted("x"), "hold", { queue: "beat" });
+    await waitFor(async () => release !== undefined, { what: "the held run" });
+    const me = async () => (await h.client().fleet.status()).workers.find((x) => x.workerId === w.workerId);
+    const record = await waitFor(async () => {
+      const r = await me();
+      return r?.running?.length === 1 ? r : undefined;
+    });
+    expect(record).toMatchObject({ alive: true, running: [held], completed: 1, failed: 1, queues: ["beat", "beat2"], concurrency: 3 });
+    release!();
+    await h.until(held);
+  });
+
+  it("reports a claim Redis refused as a worker:error, and claims again once it can", async () => {
+    const w = await h.worker({ queues: ["claim-refused"] });
+    const errors: unknown[] = [];
+    w.on("worker:error", (err) => errors.push(err));
+    // The queue's high lane is not a stream: every claim of the queue fails until it is one again.
+    await h.redis.del(h.keys.lane("claim-refused", "high"));
+    await h.redis.set(h.keys.lane("claim-refused", "high"), "not a stream");
+    await waitFor(async () => errors.length > 0, { what: "a claim error" });
+    expect(String(errors[0])).toMatch(/WRONGTYPE|NOGROUP/);
+    await h.redis.del(h.keys.lane("claim-refused", "high"));
+    await h.broker.ensureGroup("claim-refused", { again: true });
+    expect((await h.until(await h.submit(scripted("x"), "after", { queue: "claim-refused" }))).status).toBe("COMPLETED");
+  });
+
   it("refuses a second start, and stops once however often asked, also before it started", async () => {
     const w = await h.worker({ queues: ["life"] });
     await expect(w.start()).rejects.toBeInstanceOf(LifecycleError);
