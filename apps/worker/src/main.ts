@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { closeRedis, openRedis } from "@flotilla/core/redis";
+import { closeRedis, describeRedis, openRedis } from "@flotilla/core/redis";
 import type { TemporalWorker } from "@flotilla/temporal";
 import { defaultWorkerId, type Executor, jsonLogger, Worker } from "@flotilla/worker";
 import { loadConfig, USAGE } from "./config.ts";
@@ -27,7 +27,6 @@ async function main(): Promise<number> {
   const workerId = config.workerId ?? defaultWorkerId();
   // Opt-in endpoints; the worker is made below, so readiness asks it through this reference.
   let readiness = (): ReadinessReport => ({ ready: false, reasons: [{ reason: "starting", detail: "the worker is being set up" }] });
-  const isReady = () => readiness().ready;
   const endpoints = config.metricsPort === undefined ? undefined : await startEndpoints(config.metricsPort, () => readiness(), workerId);
   // Temporal mode: tasks become workflows; this process may also serve them as a Temporal worker.
   // @flotilla/temporal is loaded only here, so Redis-mode deployments never load Temporal.
@@ -103,7 +102,7 @@ async function main(): Promise<number> {
   worker.on("worker:error", (err) => log.debug("worker error", { err }));
   readiness = () => worker.readiness;
   await worker.start();
-  if (!stopping) unwatch = watchReadiness({ isReady, redis: redis.redis, log });
+  if (!stopping) unwatch = watchReadiness({ readiness: () => worker.readiness, redis: describeRedis(redis.redis), log });
   if (temporal?.worker) {
     temporal.running = temporal.worker.run();
     temporal.running.catch((err: unknown) => {
