@@ -2,12 +2,13 @@
 // package (tooling/scripts/build.sh, behind `npm run demo`, `npm run build`, `npm run worker`), and
 // the Temporal dev server's build (tooling/scripts/temporal.sh, behind `npm test`) names each step,
 // how long it usually takes, and says it is still going while a step runs.
-import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
+import { type CapturedRun, spawnCaptured } from "./spawn-captured.ts";
 
 const scripts = fileURLToPath(new URL("../scripts/", import.meta.url));
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -17,33 +18,8 @@ afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-interface Run {
-  stdout: () => string;
-  stderr: () => string;
-  done: Promise<number | null>;
-}
-
-function run(script: string, args: string[], env: NodeJS.ProcessEnv): Run {
-  const child = spawn("bash", [join(scripts, script), ...args], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d: Buffer) => {
-    stdout += d.toString();
-  });
-  child.stderr.on("data", (d: Buffer) => {
-    stderr += d.toString();
-  });
-  return { stdout: () => stdout, stderr: () => stderr, done: new Promise((resolve) => child.on("close", resolve)) };
-}
-
-/** Resolves once `check` holds, checking as output arrives; fails after `ms` (a bound, not a measurement). */
-async function until(check: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const run = (script: string, args: string[], env: NodeJS.ProcessEnv): CapturedRun =>
+  spawnCaptured("bash", [join(scripts, script), ...args], { cwd: root, env });
 
 describe("tooling/scripts/temporal.sh progress", () => {
   it("names each step and the usual duration, and says it is still compiling while the compile runs", async () => {
@@ -77,7 +53,7 @@ esac
     delete env.FLOTILLA_TEMPORAL_BIN;
     const build = run("temporal.sh", [], env);
     try {
-      await until(() => /still compiling… \(\d+m\d\ds so far\)/.test(build.stderr()), 30_000, `a "still compiling" line in:\n${build.stderr()}`);
+      await waitFor(() => /still compiling… \(\d+m\d\ds so far\)/.test(build.stderr()), { timeoutMs: 30_000, what: 'a "still compiling" line' });
     } finally {
       writeFileSync(join(box, "release"), "");
     }

@@ -1,9 +1,9 @@
 // Runs vitest in a child process, as a user would from a shell, for the tests of what the run itself
 // reports (its summary, its exit code).
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { spawnCaptured } from "./spawn-captured.ts";
 
 const require = createRequire(import.meta.url);
 
@@ -28,29 +28,14 @@ export interface VitestRun {
  * `vitest run <args>` in `cwd`, with `env` over this process's environment minus what the running
  * vitest set for its own workers (a child that inherits them believes it is a worker).
  */
-export function runVitest(cwd: string, args: string[], env: Record<string, string | undefined> = {}): Promise<VitestRun> {
+export async function runVitest(cwd: string, args: string[], env: Record<string, string | undefined> = {}): Promise<VitestRun> {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("VITEST") && k !== "TEST" && k !== "NODE_ENV"));
-  const child = spawn(process.execPath, [vitestCli(), "run", ...args], {
-    cwd,
-    env: { ...base, NO_COLOR: "1", FORCE_COLOR: "0", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d: Buffer) => {
-    stdout += d.toString();
-  });
-  child.stderr.on("data", (d: Buffer) => {
-    stderr += d.toString();
-  });
-  return new Promise((resolve, reject) => {
-    child.once("error", reject);
-    child.once("close", (code) => {
-      const lines = stdout
-        .split("\n")
-        .map((l) => l.trimEnd())
-        .filter((l) => l.trim() !== "");
-      resolve({ code, stdout, stderr, lines, closingLine: lines.findLast((l) => l.startsWith("tests: ")) });
-    });
-  });
+  const child = spawnCaptured(process.execPath, [vitestCli(), "run", ...args], { cwd, env: { ...base, NO_COLOR: "1", FORCE_COLOR: "0", ...env } });
+  const code = await child.done;
+  const stdout = child.stdout();
+  const lines = stdout
+    .split("\n")
+    .map((l) => l.trimEnd())
+    .filter((l) => l.trim() !== "");
+  return { code, stdout, stderr: child.stderr(), lines, closingLine: lines.findLast((l) => l.startsWith("tests: ")) };
 }

@@ -2,12 +2,12 @@
 // on the machine, so two test runs (two clones' CI) may build it at the same moment. A stand-in `go`
 // on the PATH writes its output in two halves a moment apart, as a real build writes a large binary,
 // so two runs that shared an output file would leave a mixed or truncated binary in the cache.
-import { spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { spawnCaptured } from "./spawn-captured.ts";
 
 const script = fileURLToPath(new URL("../scripts/temporal.sh", import.meta.url));
 const version = /^VERSION="([^"]+)"/m.exec(readFileSync(script, "utf8"))![1]!;
@@ -55,19 +55,10 @@ function readLines(file: string): string[] {
   return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
 }
 
-function run(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn("bash", [script], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+async function run(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawnCaptured("bash", [script], { env });
+  const code = await child.done;
+  return { code, stdout: child.stdout(), stderr: child.stderr() };
 }
 
 afterAll(() => {
