@@ -1,8 +1,26 @@
 // @flotilla/store/testing: what tests and tools need beyond the production API — starting and
-// finishing one task without a queue entry, and the scripts' sources.
+// finishing one task without a queue entry, a task to create, and the scripts' sources.
 import { type Priority, splitTaskId, type TaskError, type TaskStatus } from "@flotilla/core";
 import type { FinishInput, FinishOutcome, RunnableTask } from "./replies.ts";
-import { TaskStore } from "./task-store.ts";
+import { type NewTask, TaskStore } from "./task-store.ts";
+
+/**
+ * A task to create, for tests: `taskId` is `<queue>/<name>`; agent "a", payload "{}", created now,
+ * not detailed, no retries, no metadata unless `over` says otherwise.
+ */
+export function newTask(taskId: string, over: Partial<NewTask> = {}): NewTask {
+  return {
+    taskId,
+    queue: splitTaskId(taskId).queue,
+    agent: "a",
+    payload: "{}",
+    createdAt: Date.now(),
+    detailed: false,
+    maxRetries: 0,
+    metadata: {},
+    ...over,
+  };
+}
 
 export type StartOutcome =
   | ({ kind: "run" } & RunnableTask)

@@ -3,7 +3,7 @@ import { openRedis, SubscriberHub } from "@flotilla/core/redis";
 import { purgePrefix, redisUrl, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { readTaskLog, readTaskLogPage, subscribeStatus, subscribeTaskEvents, TaskEventLog } from "../src/event-log.ts";
-import { TestTaskStore } from "../src/testing.ts";
+import { newTask, TestTaskStore } from "../src/testing.ts";
 
 // The storage half of a task's events; @flotilla/events gives them types and tests the streaming.
 const redis = testRedis();
@@ -18,7 +18,7 @@ afterAll(async () => {
 });
 
 async function running(taskId: string): Promise<void> {
-  await store.create({ taskId, queue: "el", agent: "a", payload: "{}", createdAt: Date.now(), detailed: true, maxRetries: 1, metadata: {} });
+  await store.create(newTask(taskId, { detailed: true, maxRetries: 1 }));
   await store.start(taskId, "w");
 }
 

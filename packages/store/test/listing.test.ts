@@ -2,7 +2,7 @@ import { createKeys, DEFAULT_RETENTION } from "@flotilla/core";
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import type { NewTask } from "../src/task-store.ts";
-import { TestTaskStore } from "../src/testing.ts";
+import { newTask, TestTaskStore } from "../src/testing.ts";
 
 // Listing across queues beyond one page of the indexes: limits, batches, the scan budget, merging.
 const redis = testRedis();
@@ -14,16 +14,7 @@ afterAll(async () => {
   await redis.quit();
 });
 
-const task = (queue: string, name: string, createdAt: number): NewTask => ({
-  taskId: `${queue}/${name}`,
-  queue,
-  agent: "a",
-  payload: "{}",
-  createdAt,
-  detailed: false,
-  maxRetries: 0,
-  metadata: {},
-});
+const task = (queue: string, name: string, createdAt: number): NewTask => newTask(`${queue}/${name}`, { createdAt });
 
 /** Creates `count` tasks in one queue, one per millisecond from `from` (the index score is the batch's time). */
 async function fill(queue: string, count: number, from: number): Promise<string[]> {

@@ -7,7 +7,7 @@ import { CONSUMER_GROUP, createKeys, DEFAULT_RETENTION, PRIORITIES } from "@flot
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import type { NewTask } from "../src/task-store.ts";
-import { TestTaskStore } from "../src/testing.ts";
+import { newTask, TestTaskStore } from "../src/testing.ts";
 
 const redis = testRedis();
 const prefix = testPrefix("lost-groups");
@@ -20,17 +20,7 @@ afterAll(async () => {
 });
 
 let n = 0;
-const task = (queue: string, over: Partial<NewTask> = {}): NewTask => ({
-  taskId: `${queue}/t${++n}`,
-  queue,
-  agent: "a",
-  payload: "{}",
-  createdAt: Date.now(),
-  detailed: false,
-  maxRetries: 0,
-  metadata: {},
-  ...over,
-});
+const task = (queue: string, over: Partial<NewTask> = {}): NewTask => newTask(`${queue}/t${++n}`, over);
 
 /** The groups each lane of `queue` has, high → low ([] for a lane that does not exist). */
 async function groupsOf(queue: string): Promise<string[][]> {

@@ -3,7 +3,7 @@ import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { listQueues, readAttempt, readCancelRequests, readRunning } from "../src/readers.ts";
 import { readQueueStats } from "../src/stats.ts";
-import { TestTaskStore } from "../src/testing.ts";
+import { newTask, TestTaskStore } from "../src/testing.ts";
 
 const redis = testRedis();
 const prefix = testPrefix("readers");
@@ -14,8 +14,7 @@ afterAll(async () => {
   await redis.quit();
 });
 
-const create = (taskId: string, queue: string) =>
-  store.create({ taskId, queue, agent: "a", payload: "{}", createdAt: Date.now(), detailed: false, maxRetries: 1, metadata: {} });
+const create = (taskId: string) => store.create(newTask(taskId, { maxRetries: 1 }));
 
 describe("readQueueStats", () => {
   it("adds up the outcomes the scripts counted within the window", async () => {
@@ -25,7 +24,7 @@ describe("readQueueStats", () => {
       ["st/c", "FAILED"],
       ["st/d", "RETRYING"],
     ] as const) {
-      await create(id, "st");
+      await create(id);
       await store.start(id, "w");
       const failed = status !== "COMPLETED";
       await store.finish(id, {
@@ -36,7 +35,7 @@ describe("readQueueStats", () => {
         ...(status === "RETRYING" && { retryAt: 1 }),
       });
     }
-    await create("st/e", "st"); // waiting: counts nothing
+    await create("st/e"); // waiting: counts nothing
     expect(await readQueueStats(redis, keys, "st", 60_000)).toMatchObject({ completed: 2, failed: 1, retried: 1, cancelled: 0 });
   });
 
@@ -83,7 +82,7 @@ describe("readQueueStats", () => {
 
 describe("readers", () => {
   it("read the attempt of a task, 0 when it never started or does not exist", async () => {
-    await create("rd/a", "rd");
+    await create("rd/a");
     expect(await readAttempt(redis, keys, "rd/a")).toBe(0);
     await store.start("rd/a", "w");
     expect(await readAttempt(redis, keys, "rd/a")).toBe(1);
@@ -91,7 +90,7 @@ describe("readers", () => {
   });
 
   it("read the attempt and agent of a task together, attempt 0 and no agent when it does not exist", async () => {
-    await create("rd/r", "rd");
+    await create("rd/r");
     expect(await readRunning(redis, keys, "rd/r")).toEqual({ attempt: 0, agent: "a" });
     await store.start("rd/r", "w");
     expect(await readRunning(redis, keys, "rd/r")).toEqual({ attempt: 1, agent: "a" });
@@ -99,8 +98,8 @@ describe("readers", () => {
   });
 
   it("read the cancel requests of the tasks that have one", async () => {
-    await create("rd/c1", "rd");
-    await create("rd/c2", "rd");
+    await create("rd/c1");
+    await create("rd/c2");
     await store.start("rd/c1", "w");
     await redis.hset(keys.task("rd/c1"), { cancelRequestedAt: 5, cancelReason: "stop" });
     await redis.hset(keys.task("rd/c2"), { cancelRequestedAt: 5 }); // no reason kept

@@ -1,8 +1,9 @@
+import { Broker } from "@flotilla/broker";
 import { CorruptRecordError, createKeys, DEFAULT_RETENTION, ValidationError } from "@flotilla/core";
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import type { NewTask } from "../src/task-store.ts";
-import { TestTaskStore } from "../src/testing.ts";
+import { newTask, TestTaskStore } from "../src/testing.ts";
 
 // What the store writes into a record, field by field, and what it reads back.
 const redis = testRedis();
@@ -14,17 +15,8 @@ afterAll(async () => {
   await redis.quit();
 });
 
-const task = (taskId: string, over: Partial<NewTask> = {}): NewTask => ({
-  taskId,
-  queue: taskId.split("/")[0]!,
-  agent: "a",
-  payload: "{}",
-  createdAt: 1_000,
-  detailed: false,
-  maxRetries: 1,
-  metadata: {},
-  ...over,
-});
+/** Created at 1000 with one retry: the record's fields are checked one by one. */
+const task = (taskId: string, over: Partial<NewTask> = {}): NewTask => newTask(taskId, { createdAt: 1_000, maxRetries: 1, ...over });
 
 describe("a created record", () => {
   it("holds only what the submit said, with maxDeliveries defaulting to maxRetries + 3", async () => {
@@ -113,7 +105,7 @@ describe("a created record", () => {
 
 describe("a settled record", () => {
   it("gets no result, error or usage an outcome did not carry, and a dead letter with no reason and lastError null", async () => {
-    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("rs", p), "flotilla", "0", "MKSTREAM");
+    await new Broker(redis, keys).ensureGroup("rs");
     await store.createMany("rs", [task("rs/ok"), task("rs/bad")]);
     const runs = (await store.claim("rs", "w", 2)).filter((r) => r.kind === "run");
     expect(runs).toHaveLength(2);

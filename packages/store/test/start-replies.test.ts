@@ -1,8 +1,9 @@
+import { Broker } from "@flotilla/broker";
 import { createKeys, DEFAULT_RETENTION } from "@flotilla/core";
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import type { NewTask } from "../src/task-store.ts";
-import { TestTaskStore } from "../src/testing.ts";
+import { newTask, TestTaskStore } from "../src/testing.ts";
 
 // What a worker gets back when it starts a task: everything the submit recorded, or why not to run it.
 const redis = testRedis();
@@ -14,17 +15,8 @@ afterAll(async () => {
   await redis.quit();
 });
 
-const base = (taskId: string, over: Partial<NewTask> = {}): NewTask => ({
-  taskId,
-  queue: taskId.split("/")[0]!,
-  agent: "writer",
-  payload: '{"agent":"writer","input":"hi"}',
-  createdAt: Date.now(),
-  detailed: false,
-  maxRetries: 0,
-  metadata: {},
-  ...over,
-});
+const base = (taskId: string, over: Partial<NewTask> = {}): NewTask =>
+  newTask(taskId, { agent: "writer", payload: '{"agent":"writer","input":"hi"}', ...over });
 
 describe("a started task", () => {
   it("carries everything its submit recorded, and its retries so far", async () => {
@@ -101,7 +93,7 @@ describe("entries that must not run", () => {
   });
 
   it("come back with the fields of an entry that names no task, for its dead letter", async () => {
-    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("srm", p), "flotilla", "0", "MKSTREAM");
+    await new Broker(redis, keys).ensureGroup("srm");
     const junk = (await redis.xadd(keys.lane("srm", "low"), "*", "junk", "1", "more", "2")) as string;
     expect(await store.claim("srm", "w", 10)).toEqual([{ kind: "malformed", priority: "low", entryId: junk, fields: { junk: "1", more: "2" } }]);
   });

@@ -1,15 +1,17 @@
+import { Broker } from "@flotilla/broker";
 import { CorruptRecordError, createKeys, DEFAULT_RETENTION } from "@flotilla/core";
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { TaskEventLog } from "../src/event-log.ts";
 import { parseTaskRecord } from "../src/record.ts";
 import type { NewTask } from "../src/task-store.ts";
-import { TestTaskStore } from "../src/testing.ts";
+import { newTask, TestTaskStore } from "../src/testing.ts";
 
 const redis = testRedis();
 const prefix = testPrefix("store");
 const keys = createKeys(prefix);
 const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
+const broker = new Broker(redis, keys);
 /** The status events a task's record keeps. */
 const statusLog = async (taskId: string) => JSON.parse(`[${(await redis.hget(keys.task(taskId), "log")) ?? ""}]`) as Array<Record<string, unknown>>;
 afterAll(async () => {
@@ -18,17 +20,10 @@ afterAll(async () => {
 });
 
 let n = 0;
-const task = (over: Partial<NewTask> = {}): NewTask => ({
-  taskId: `q/t${++n}`,
-  queue: "q",
-  agent: "a",
-  payload: "{}",
-  createdAt: Date.now() + n,
-  detailed: false,
-  maxRetries: 0,
-  metadata: {},
-  ...over,
-});
+const task = (over: Partial<NewTask> = {}): NewTask => {
+  n++;
+  return newTask(`q/t${n}`, { createdAt: Date.now() + n, ...over });
+};
 
 describe("TaskStore", () => {
   it("creates PENDING records and refuses a taken id", async () => {
@@ -212,9 +207,7 @@ describe("TaskStore batches", () => {
   });
 
   it("claims and starts a batch in one call, then settles its outcomes and entries in one call", async () => {
-    await redis.xgroup("CREATE", keys.queue("b2"), "flotilla", "0", "MKSTREAM");
-    await redis.xgroup("CREATE", keys.lane("b2", "high"), "flotilla", "0", "MKSTREAM");
-    await redis.xgroup("CREATE", keys.lane("b2", "low"), "flotilla", "0", "MKSTREAM");
+    await broker.ensureGroup("b2");
     const tasks = Array.from({ length: 4 }, (_, i) => task({ queue: "b2", taskId: `b2/t${++n}`, priority: i === 3 ? "high" : "normal" }));
     await store.createMany("b2", tasks);
     await redis.xadd(keys.queue("b2"), "*", "junk", "1");
@@ -258,7 +251,7 @@ describe("TaskStore batches", () => {
   });
 
   it("claims the next batch in the call that settles the last one, and a resent call starts the same entries", async () => {
-    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("b3", p), "flotilla", "0", "MKSTREAM");
+    await broker.ensureGroup("b3");
     const tasks = Array.from({ length: 4 }, () => task({ queue: "b3", taskId: `b3/t${++n}` }));
     await store.createMany("b3", tasks);
     const [first] = await store.claim("b3", "w1", 1);
@@ -283,7 +276,7 @@ describe("TaskStore batches", () => {
 
 describe("TaskStore claims and a stored cancel", () => {
   it("never starts a waiting task whose record holds a cancel request: the claim ends it CANCELLED and acknowledges its entry", async () => {
-    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("b4", p), "flotilla", "0", "MKSTREAM");
+    await broker.ensureGroup("b4");
     const [doomed, fine] = [task({ queue: "b4", taskId: `b4/t${++n}` }), task({ queue: "b4", taskId: `b4/t${++n}` })];
     await store.createMany("b4", [doomed, fine]);
     // The request as a claim may meet it on a waiting record (a cancel ends a waiting task at once,
@@ -307,7 +300,7 @@ describe("TaskStore claims and a stored cancel", () => {
   });
 
   it("runs a task re-queued from the dead letters even when a cancel was requested while its failed attempt ran", async () => {
-    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("b5", p), "flotilla", "0", "MKSTREAM");
+    await broker.ensureGroup("b5");
     const t = task({ queue: "b5", taskId: `b5/t${++n}` });
     await store.createMany("b5", [t]);
     const [run] = await store.claim("b5", "w1", 1);
@@ -328,7 +321,7 @@ describe("TaskStore claims and a stored cancel", () => {
 
 describe("TaskStore settles an entry only while it holds it", () => {
   it("schedules no retry from an entry another consumer took over: the new holder runs the task from it", async () => {
-    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("b6", p), "flotilla", "0", "MKSTREAM");
+    await broker.ensureGroup("b6");
     const t = task({ queue: "b6", taskId: `b6/t${++n}` });
     await store.createMany("b6", [t]);
     const [run] = await store.claim("b6", "w1", 1);
@@ -346,7 +339,7 @@ describe("TaskStore settles an entry only while it holds it", () => {
 
 describe("TaskStore re-queues only failed tasks", () => {
   it("refuses a dead letter whose task has since completed: the letter stays, nothing is enqueued, the record is untouched", async () => {
-    for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane("b7", p), "flotilla", "0", "MKSTREAM");
+    await broker.ensureGroup("b7");
     const t = task({ queue: "b7", taskId: `b7/t${++n}` });
     await store.createMany("b7", [t]);
     const [run] = await store.claim("b7", "w1", 1);

@@ -3,7 +3,7 @@ import { TestBroker } from "@flotilla/broker/testing";
 import { createKeys, DEFAULT_RETENTION, silentLogger } from "@flotilla/core";
 import { closeRedis, type OwnedRedis, openRedis } from "@flotilla/core/redis";
 import type { StartReply } from "@flotilla/store";
-import { TestTaskStore } from "@flotilla/store/testing";
+import { newTask, TestTaskStore } from "@flotilla/store/testing";
 import { purgePrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { ClaimScheduler, type SchedulerOptions } from "../src/claim-scheduler.ts";
@@ -26,17 +26,7 @@ afterAll(async () => {
   await redis.quit();
 });
 
-const newTask = (queue: string, name: string, over: { runAt?: number } = {}) => ({
-  taskId: `${queue}/${name}`,
-  queue,
-  agent: "a",
-  payload: "{}",
-  createdAt: Date.now(),
-  detailed: false,
-  maxRetries: 0,
-  metadata: {},
-  ...over,
-});
+const task = (queue: string, name: string, over: { runAt?: number } = {}) => newTask(`${queue}/${name}`, over);
 
 interface Claimed {
   queue: string;
@@ -104,7 +94,7 @@ async function scheduler(options: Partial<SchedulerOptions> & { queues: string[]
 
 describe("ClaimScheduler", () => {
   it("claims no more than its free slots, and claims again as a slot frees", async () => {
-    await store.createMany("slots", [newTask("slots", "a"), newTask("slots", "b"), newTask("slots", "c")]);
+    await store.createMany("slots", [task("slots", "a"), task("slots", "b"), task("slots", "c")]);
     const h = await scheduler({ queues: ["slots"] });
     await waitFor(async () => h.claimed.length === 2, { what: "two claims" });
     expect(h.s.freeSlots()).toBe(0);
@@ -118,7 +108,7 @@ describe("ClaimScheduler", () => {
 
   it("counts a run whose outcome went to the settler as a free slot", async () => {
     const h = await scheduler({ queues: ["free"], concurrency: 1 });
-    await store.createMany("free", [newTask("free", "a")]);
+    await store.createMany("free", [task("free", "a")]);
     await waitFor(async () => h.claimed.length === 1, { what: "a claim" });
     expect(h.s.freeSlots()).toBe(0);
     h.setSettling(1);
@@ -128,7 +118,7 @@ describe("ClaimScheduler", () => {
   it("blocks for new work and takes it as soon as it comes", async () => {
     const h = await scheduler({ queues: ["block"], blockMs: 30_000 });
     await new Promise((r) => setTimeout(r, 100));
-    await store.createMany("block", [newTask("block", "late")]);
+    await store.createMany("block", [task("block", "late")]);
     await waitFor(async () => h.claimed.length === 1, { what: "the late task", timeoutMs: 5_000 });
   });
 
@@ -143,7 +133,7 @@ describe("ClaimScheduler", () => {
 
   it("promotes a delayed task when it falls due, not at the next promotion interval", async () => {
     await broker.ensureGroup("due");
-    await store.createMany("due", [newTask("due", "soon", { runAt: Date.now() + 300 })]);
+    await store.createMany("due", [task("due", "soon", { runAt: Date.now() + 300 })]);
     // Its first promotion finds the task due in 300 ms: that, not the interval, is when it looks again.
     const g = await scheduler({ queues: ["due"], blockMs: 60_000, promoteIntervalMs: 60_000 });
     expect(g.claimed).toEqual([]);
@@ -153,7 +143,7 @@ describe("ClaimScheduler", () => {
 
   it("reclaims an entry whose holder's lease lapsed, as reclaimed, but never its own", async () => {
     await broker.ensureGroup("lapsed");
-    await store.createMany("lapsed", [newTask("lapsed", "x")]);
+    await store.createMany("lapsed", [task("lapsed", "x")]);
     await broker.claim(redis, "dead-worker", ["lapsed"], 1, 100);
     await new Promise((r) => setTimeout(r, 400));
     const h = await scheduler({ queues: ["lapsed"], leaseMs: 300 });
@@ -165,8 +155,8 @@ describe("ClaimScheduler", () => {
   });
 
   it("claims across queues within one budget of slots", async () => {
-    await store.createMany("qa", [newTask("qa", "1"), newTask("qa", "2")]);
-    await store.createMany("qb", [newTask("qb", "1"), newTask("qb", "2")]);
+    await store.createMany("qa", [task("qa", "1"), task("qa", "2")]);
+    await store.createMany("qb", [task("qb", "1"), task("qb", "2")]);
     const h = await scheduler({ queues: ["qa", "qb"], concurrency: 3 });
     await waitFor(async () => h.claimed.length === 3, { what: "three claims" });
     await new Promise((r) => setTimeout(r, 300));
@@ -183,7 +173,7 @@ describe("ClaimScheduler", () => {
   });
 
   it("lets a settle call claim the slots its outcomes free, for a single-queue worker, holding them until it is back", async () => {
-    await store.createMany("one", [newTask("one", "a"), newTask("one", "b"), newTask("one", "c")]);
+    await store.createMany("one", [task("one", "a"), task("one", "b"), task("one", "c")]);
     const h = await scheduler({ queues: ["one"], concurrency: 2 });
     await waitFor(async () => h.claimed.length === 2, { what: "two claims" });
     expect(h.s.settleClaim("one")).toBeUndefined(); // no slot free

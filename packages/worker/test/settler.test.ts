@@ -1,6 +1,7 @@
+import { Broker } from "@flotilla/broker";
 import { createKeys, DEFAULT_RETENTION, type Priority } from "@flotilla/core";
 import type { SettleInput, StartReply } from "@flotilla/store";
-import { TestTaskStore } from "@flotilla/store/testing";
+import { newTask, TestTaskStore } from "@flotilla/store/testing";
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { Settler } from "../src/settler.ts";
@@ -9,6 +10,7 @@ const redis = testRedis();
 const prefix = testPrefix("settler");
 const keys = createKeys(prefix);
 const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
+const broker = new Broker(redis, keys);
 afterAll(async () => {
   await purgePrefix(redis, prefix);
   await redis.quit();
@@ -16,18 +18,11 @@ afterAll(async () => {
 
 /** Starts `count` tasks of `queue` (with real entries held by "w") and returns their outcomes to settle. */
 async function running(queue: string, count: number, status: SettleInput["status"] = "COMPLETED"): Promise<SettleInput[]> {
-  for (const p of ["high", "normal", "low"] as const) await redis.xgroup("CREATE", keys.lane(queue, p), "flotilla", "0", "MKSTREAM").catch(() => {});
-  const tasks = Array.from({ length: count }, (_, i) => ({
-    taskId: `${queue}/t${i}`,
+  await broker.ensureGroup(queue);
+  await store.createMany(
     queue,
-    agent: "a",
-    payload: "{}",
-    createdAt: Date.now(),
-    detailed: false,
-    maxRetries: 0,
-    metadata: {},
-  }));
-  await store.createMany(queue, tasks);
+    Array.from({ length: count }, (_, i) => newTask(`${queue}/t${i}`)),
+  );
   const runs = (await store.claim(queue, "w", count)).filter((r) => r.kind === "run");
   return runs.map((r) => ({ taskId: r.taskId, priority: r.priority, entryId: r.entryId, attempt: r.attempt, agent: "a", status, result: r.taskId }));
 }
@@ -81,9 +76,7 @@ describe("Settler", () => {
 
   it("claims for the freed slots in the same call, and hands the started tasks on with the count it asked", async () => {
     const outcomes = await running("chain", 1);
-    await store.createMany("chain", [
-      { taskId: "chain/next", queue: "chain", agent: "a", payload: "{}", createdAt: Date.now(), detailed: false, maxRetries: 0, metadata: {} },
-    ]);
+    await store.createMany("chain", [newTask("chain/next")]);
     const { started, hooks } = recordingHooks({ count: 3, order: ["normal", "high", "low"] });
     const settler = new Settler(store, "w", hooks);
     await settler.settle("chain", outcomes[0]!);

@@ -57,6 +57,8 @@ describe("a worker's spans", () => {
     ]);
     expect(second!.status.code).not.toBe(SpanStatusCode.ERROR);
     expect(second!.events).toEqual([]);
+    // The worker logs an end once Redis has taken it, which may be after the client heard of it.
+    await waitFor(() => ended.length === 2, { what: "both ends logged" });
     expect(ended.map((f) => [f.attempt, f.traceId])).toEqual([
       [1, submit!.spanContext().traceId],
       [2, submit!.spanContext().traceId],
