@@ -2,7 +2,7 @@ import { type AgentSpec, DEFAULTS, type JsonValue, type Message, type SwarmSpec 
 import type { AgentEvent } from "@flotilla/events";
 import { describe, expect, it } from "vitest";
 import { type LoopEffects, runLoop, settle, type TurnOutput } from "../src/loop.ts";
-import { HANDOFF_TOOL, type ToolCall, type ToolOutput } from "../src/steps.ts";
+import { HANDOFF_TOOL, type ToolCall, type ToolOutput, type ToolResult } from "../src/steps.ts";
 
 /** Every agent here has the tools the scripts call, but `ghost`. */
 const agent = (name: string, options: Record<string, JsonValue> = {}): AgentSpec => ({
@@ -34,6 +34,11 @@ const handoffTo = (to: string, reason?: string): [string, JsonValue] => [HANDOFF
  * Effects that play each agent's turns from a script (its last turn repeats) and record every
  * call, in the order the loop made them. `toolCall` answers after `delays[name]` ms.
  */
+/** A toolResults effect that streams one `tool_result` event per result. */
+async function* resultEvents(results: readonly ToolResult[]): AsyncGenerator<AgentEvent, void, undefined> {
+  for (const r of results) yield { type: "tool_result", toolCallId: r.call.toolCallId, name: r.call.name, result: r.result, isError: r.isError };
+}
+
 function fakeEffects(script: Record<string, TurnOutput[]>, delays: Record<string, number> = {}) {
   const log: string[] = [];
   const seen: Array<{ agent: string; step: number; messages: Message[] }> = [];
@@ -196,9 +201,7 @@ describe("runLoop (the tool loop with fake effects)", () => {
         },
         toolCall: async () => ({ result: 1, isError: false }),
       }),
-      async *toolResults(results) {
-        for (const r of results) yield { type: "tool_result", toolCallId: r.call.toolCallId, name: r.call.name, result: r.result, isError: r.isError };
-      },
+      toolResults: resultEvents,
     };
     const events: AgentEvent[] = [];
     const loop = runLoop(agent("a"), input, streaming);
@@ -228,9 +231,7 @@ describe("runLoop (the tool loop with fake effects)", () => {
           return { result: call.name, isError: false };
         },
       }),
-      async *toolResults(results) {
-        for (const r of results) yield { type: "tool_result", toolCallId: r.call.toolCallId, name: r.call.name, result: r.result, isError: r.isError };
-      },
+      toolResults: resultEvents,
     };
     const events: AgentEvent[] = [];
     const loop = runLoop(agent("a"), input, streaming);
@@ -261,9 +262,7 @@ describe("runLoop (the tool loop with fake effects)", () => {
           return { result: "ok", isError: false };
         },
       }),
-      async *toolResults(results) {
-        for (const r of results) yield { type: "tool_result", toolCallId: r.call.toolCallId, name: r.call.name, result: r.result, isError: r.isError };
-      },
+      toolResults: resultEvents,
     };
     const events: AgentEvent[] = [];
     const loop = runLoop(agent("a"), input, streaming);
