@@ -1,9 +1,6 @@
-import { METRICS } from "@flotilla/metrics";
+import { SECONDS_METRICS } from "@flotilla/metrics";
 import { defaultResource, detectResources, envDetector, type Resource, resourceFromAttributes } from "@opentelemetry/resources";
 import { MeterProvider, type MetricReader } from "@opentelemetry/sdk-metrics";
-
-/** The instruments recorded in seconds (unit `s`). */
-const IN_SECONDS = [METRICS.duration, METRICS.waitTime, METRICS.publishDuration];
 
 /**
  * Who reports the figures: `service.name` "flotilla-worker" and `service.instance.id` the worker id
@@ -25,6 +22,6 @@ export function workerMeterProvider(workerId: string, reader: MetricReader): Met
   return new MeterProvider({
     resource: workerResource(workerId),
     readers: [reader],
-    views: IN_SECONDS.map((name) => ({ instrumentName: name, name: `${name}.seconds` })),
+    views: SECONDS_METRICS.map((name) => ({ instrumentName: name, name: `${name}.seconds` })),
   });
 }

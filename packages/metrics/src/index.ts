@@ -24,5 +24,6 @@ export {
   type MetricsSnapshot,
   PUBLISH_BUCKETS,
   type QueueFigures,
+  SECONDS_METRICS,
 } from "./metrics.ts";
 export { extractTrace, injectTrace, SpanKind, type SpanOptions, type TraceCarrier, tracer, withSpan } from "./tracing.ts";

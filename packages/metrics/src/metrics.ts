@@ -23,6 +23,8 @@ export const METRICS = {
  * seconds every task would land in the first bucket.
  */
 export const DURATION_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+/** The histograms, all durations in seconds (unit `s`). */
+export const SECONDS_METRICS: readonly string[] = [METRICS.duration, METRICS.waitTime, METRICS.publishDuration];
 /** Publishing a batch of events takes milliseconds: finer buckets, in seconds. */
 export const PUBLISH_BUCKETS: readonly number[] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
