@@ -1,4 +1,4 @@
-// The READMEs' code, run as a reader would run it. Every program a README shows (a block that
+// The READMEs' code (and docs/*.md's), run as a reader would run it. Every program a README shows (a block that
 // imports something) carries a marker saying how it is checked (tooling/test/docs/blocks.ts): run
 // against a Redis of its own (a private redis-server, so the README's defaults — the default prefix,
 // queue and URL — are what runs), with a flotilla-worker when the README says one must be running;
@@ -120,10 +120,12 @@ async function runBlock(block: DocBlock): Promise<Outcome> {
 }
 
 describe("README code blocks", () => {
-  it("the docs test reads every README, and finds programs to run in the root's and the packages'", () => {
-    expect(readmeFiles(root)).toEqual(expect.arrayContaining(["README.md", "examples/README.md", "packages/client/README.md", "apps/worker/README.md"]));
+  it("the docs test reads every README and the pages of docs/, and finds programs to run in the root's, the packages' and the porting guide", () => {
+    expect(readmeFiles(root)).toEqual(
+      expect.arrayContaining(["README.md", "examples/README.md", "packages/client/README.md", "apps/worker/README.md", "docs/porting.md"]),
+    );
     const run = blocks.filter((b) => b.marker && !(b.marker instanceof Error) && b.marker.kind === "run");
-    expect(run.map((b) => b.file)).toEqual(expect.arrayContaining(["README.md", "packages/client/README.md", "packages/worker/README.md"]));
+    expect(run.map((b) => b.file)).toEqual(expect.arrayContaining(["README.md", "packages/client/README.md", "packages/worker/README.md", "docs/porting.md"]));
   });
 
   it("every program and every shell block carries a valid marker", () => {
