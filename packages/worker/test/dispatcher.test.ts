@@ -43,8 +43,8 @@ function setup(behaviour: { run?: () => Promise<unknown>; deadLetter?: () => Pro
   return { dispatcher, inFlight, calls, errors, lines, settled, freed: () => freed };
 }
 
-const lane: Lane = { queue: "q", priority: 5 };
-const at = (kind: string) => ({ priority: 5 as const, entryId: "1-0", kind });
+const lane: Lane = { queue: "q", priority: "normal" };
+const at = (kind: string) => ({ priority: "normal" as const, entryId: "1-0", kind });
 
 describe("Dispatcher", () => {
   it("runs a `run` reply and records its outcome with the attempt's trace id", async () => {
