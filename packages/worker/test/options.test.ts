@@ -53,6 +53,20 @@ describe("Worker options", () => {
       [{ tools: [lookup.name] }, "tools.0", /expected object/],
       [{ tools: { lookup: { ...lookup, inputSchema: { type: "object" } } } }, "tools.lookup.inputSchema", /must be a zod schema/],
       [{ tools: "lookup" }, "tools", /an array of tools, or a Map or record of tools by name/],
+      // A name is checked whole, not only where it starts or ends.
+      [{ tools: [{ ...lookup, name: "look up" }] }, "tools.0.name", /1 to 64 letters, digits, _ or -/],
+      [{ tools: [{ ...lookup, name: "lookup!" }] }, "tools.0.name", /1 to 64 letters, digits, _ or -/],
+      [{ tools: [{ ...lookup, name: "!lookup" }] }, "tools.0.name", /1 to 64 letters, digits, _ or -/],
+      [{ redis: 6379 }, "redis", /must be a Redis URL, ioredis options or an ioredis client/],
+      [{ redis: null }, "redis", /must be a Redis URL, ioredis options or an ioredis client/],
+      [{ agents: ["echo"] }, "agents.0", /must be an Agent, a Swarm or their JSON/],
+      [{ providerFactory: { create() {} } }, "providerFactory", /must be a function/],
+      [{ openAICompatible: { local: {} } }, "openAICompatible.local.baseURL", /expected string/],
+      [{ openAICompatible: { local: { baseURL: "" } } }, "openAICompatible.local.baseURL", />=1 characters/],
+      [{ model: "gpt-4o" }, "model", /must be an AI SDK LanguageModel/],
+      [{ memory: { m: { append() {}, clear() {} } } }, "memory.m.entries", /must be a function/],
+      [{ memory: { m: { entries() {}, clear() {} } } }, "memory.m.append", /must be a function/],
+      [{ memory: { m: { entries() {}, append() {} } } }, "memory.m.clear", /must be a function/],
       [{ redis: "http://127.0.0.1:6379" }, "redis", /redis:\/\/ or rediss:\/\//],
       [{ prefix: "" }, "prefix", /must not be empty/],
       [{ queues: [] }, "queues", /at least one queue/],
@@ -88,6 +102,8 @@ describe("Worker options", () => {
       { redis: "/var/run/redis.sock" },
       { redis: { host: "127.0.0.1", port: 6379 } },
       { backoff: { delayMs: 10 }, retention: { recordTtlMs: 1000 }, logger: console },
+      { openAICompatible: { local: { baseURL: "http://127.0.0.1:11434/v1" } } },
+      { tools: [{ ...lookup, name: "A-z_09" }] },
     ];
     for (const options of ok) expect(construct(options), JSON.stringify(options)).not.toThrow();
   });
