@@ -38,7 +38,7 @@ export class OutcomeRecorder {
       outcome.status === "FAILED" ? `failed after ${outcome.attempt} attempt${outcome.attempt === 1 ? "" : "s"}: [${error.code}] ${error.message}` : undefined;
     const finished = await this.deps.settler.settle(queue, { ...outcome, taskId, priority: lane.priority, entryId, deadReason });
     if (finished.ok && finished.deadLettered) {
-      this.deps.deadLettered({ queue, entryId, reason: `[${outcome.error?.code}] ${outcome.error?.message}`, taskId });
+      this.deps.deadLettered({ queue, entryId, reason: `[${error.code}] ${error.message}`, taskId });
     }
     const status = finished.ok ? (finished.status as FinishInput["status"]) : outcome.status;
     if (finished.ok) {
