@@ -77,7 +77,7 @@ describe("a worker's metrics", () => {
   it("gauges its queues' depth and pending entries and the live workers, on its gauge interval", async () => {
     const metrics = new FlotillaMetrics();
     let release: (() => void) | undefined;
-    await h.worker({
+    const w = await h.worker({
       queues: ["gq", "gr"],
       metrics,
       concurrency: 1,
@@ -97,5 +97,9 @@ describe("a worker's metrics", () => {
     expect(gauges()[METRICS.workersLive]?.[""]).toBe(1);
     release!();
     await h.until(running);
+    // A stopped worker reports no figures any more (the second task, never released, is handed back).
+    await w.stop({ drainTimeoutMs: 0 });
+    expect(gauges()[METRICS.queueDepth]).toEqual({});
+    expect(gauges()[METRICS.workersLive]).toBeUndefined();
   });
 });

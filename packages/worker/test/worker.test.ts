@@ -192,7 +192,10 @@ describe("Worker", () => {
     await started;
     await w.stop({ drainTimeoutMs: 100, onDeadline: "cancel" });
     expect(await ended).toMatchObject({ taskId: id, status: "CANCELLED", recorded: true });
-    expect(await h.store.get(id)).toMatchObject({ status: "CANCELLED", error: { code: "SHUTDOWN" } });
+    expect(await h.store.get(id)).toMatchObject({
+      status: "CANCELLED",
+      error: { code: "SHUTDOWN", message: `worker ${w.workerId} shut down before the task finished` },
+    });
     expect((await h.events(id)).at(-1)).toMatchObject({ type: "status", status: "cancelled" });
   });
 

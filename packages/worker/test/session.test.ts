@@ -1,0 +1,55 @@
+import { ErrorCodes, type Logger } from "@flotilla/core";
+import { startRedisServer, testPrefix, waitFor } from "@flotilla/testing";
+import { Redis } from "ioredis";
+import { describe, expect, it } from "vitest";
+import { Worker } from "../src/index.ts";
+
+// A worker's connections, on a Redis of its own (so CLIENT LIST shows only this worker's, and the
+// server can be stopped under it).
+describe("a worker's connections", () => {
+  it("are three, named by their part; a Redis that goes away is logged at debug level and makes the worker unready until it is back", async () => {
+    const server = await startRedisServer({ aof: false });
+    const lines: Array<{ level: string; message: string; fields: Record<string, unknown> }> = [];
+    const at = (level: string) => (message: string, fields: Record<string, unknown> = {}) => void lines.push({ level, message, fields });
+    const logger: Logger = { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+    const w = new Worker({ redis: server.url, prefix: testPrefix("session"), queues: ["s"], logger, connectTimeoutMs: 2_000 });
+    try {
+      await w.start();
+      const admin = new Redis(server.url);
+      const list = (await admin.client("LIST")) as string;
+      admin.disconnect();
+      const names = list
+        .split("\n")
+        .map((line) => /\bname=(\S*)/.exec(line)?.[1] ?? "")
+        .filter((name) => name.startsWith("flotilla"))
+        .sort();
+      expect(names).toEqual(["flotilla:blocking", "flotilla:command", "flotilla:subscriber"]);
+      expect(w.ready).toBe(true);
+
+      await server.down();
+      await waitFor(async () => lines.some((l) => l.level === "debug" && l.message === "redis connection error"), { what: "a connection error logged" });
+      const logged = lines.find((l) => l.message === "redis connection error")!;
+      expect(logged.fields.err).toBeInstanceOf(Error);
+      expect(w.ready).toBe(false);
+      expect(w.readiness.reasons.map((r) => r.reason)).toContain("redis");
+
+      await server.up();
+      await waitFor(async () => w.ready, { what: "the worker ready again", timeoutMs: 10_000 });
+    } finally {
+      await w.stop({ drainTimeoutMs: 0 });
+      await server.stop();
+    }
+  });
+
+  it("a second start is refused with the worker's id in the message", async () => {
+    const server = await startRedisServer({ aof: false });
+    const w = new Worker({ redis: server.url, prefix: testPrefix("session"), queues: ["s"], workerId: "w-twice" });
+    try {
+      await w.start();
+      await expect(w.start()).rejects.toMatchObject({ code: ErrorCodes.ALREADY_STARTED, message: "worker w-twice was started already" });
+    } finally {
+      await w.stop();
+      await server.stop();
+    }
+  });
+});
