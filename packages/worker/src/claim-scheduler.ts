@@ -9,6 +9,9 @@ import type { Readiness } from "./readiness.ts";
 /** Pause before claiming again after failure number 1, 2, …: 200 ms, doubling, at most 5 s. */
 const CLAIM_RETRY_BACKOFF: ExponentialBackoff = { baseMs: 100, maxMs: 5000 };
 
+/** How long stop() tries UNBLOCK before it closes the blocking connection under the read. */
+const STOP_UNBLOCK_MS = 1000;
+
 export interface SchedulerOptions {
   workerId: string;
   queues: readonly string[];
@@ -84,8 +87,15 @@ export class ClaimScheduler {
     };
     unblock();
     const unblocking = setInterval(unblock, 50);
+    // After the blocking connection reconnected, ioredis resends the interrupted read before anything
+    // else, so its new client id is learnt only when that read returns (up to blockMs later). If
+    // UNBLOCK has not ended the loop by then, close the connection under the read: it is the worker's
+    // own and is closed next anyway. Entries the read may have claimed stay pending and are reclaimed
+    // once their lease lapses, as after any lost connection.
+    const closing = setTimeout(() => this.deps.blocking.redis.disconnect(), STOP_UNBLOCK_MS);
     await this.loop;
     clearInterval(unblocking);
+    clearTimeout(closing);
   }
 
   /** A slot freed (or the worker is stopping): let the loop look again. */

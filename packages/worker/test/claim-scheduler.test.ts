@@ -1,6 +1,6 @@
 import { type Broker, isMissingGroup, laneKeys } from "@flotilla/broker";
 import { TestBroker } from "@flotilla/broker/testing";
-import { createKeys, DEFAULT_RETENTION, silentLogger } from "@flotilla/core";
+import { createKeys, DEFAULT_RETENTION, type Logger, type LogFields, silentLogger } from "@flotilla/core";
 import { closeRedis, type OwnedRedis, openRedis } from "@flotilla/core/redis";
 import type { StartReply } from "@flotilla/store";
 import { newTask, TestTaskStore } from "@flotilla/store/testing";
@@ -35,7 +35,7 @@ interface Claimed {
 }
 
 /** A started scheduler whose dispatched entries are kept (and held in flight until `finish`). */
-async function scheduler(options: Partial<SchedulerOptions> & { queues: string[] }, start = true, using: Broker = broker) {
+async function scheduler(options: Partial<SchedulerOptions> & { queues: string[] }, start = true, using: Broker = broker, log: Logger = silentLogger) {
   for (const q of options.queues) await broker.ensureGroup(q);
   const blocking = openRedis(redisUrl(), "blocking");
   const command = openRedis(redisUrl(), "command");
@@ -66,7 +66,7 @@ async function scheduler(options: Partial<SchedulerOptions> & { queues: string[]
           () => {},
         );
       },
-      log: silentLogger,
+      log,
       onError: (err) => errors.push(err),
       readiness: {
         raise: (reason) => void readiness.push(`raise ${reason}`),
@@ -80,6 +80,7 @@ async function scheduler(options: Partial<SchedulerOptions> & { queues: string[]
   }
   return {
     s,
+    blocking,
     claimed,
     errors,
     readiness,
@@ -186,6 +187,7 @@ describe("ClaimScheduler", () => {
     h.s.settleStarted("one", replies, 1);
     expect(h.s.freeSlots()).toBe(-1); // 2 slots, 3 held, nothing reserved any more
     expect(h.ids().sort()).toEqual(["one/a", "one/b", "one/c"]);
+    expect(h.claimed.map((c) => c.reclaimed)).toEqual([false, false, false]);
   });
 
   it("makes every queue's groups again when a claim meets NOGROUP, claims what waits, and is not ready until a claim works", async () => {
@@ -237,5 +239,163 @@ describe("ClaimScheduler", () => {
     const g = await scheduler({ queues: ["m4"], concurrency: 4 });
     await g.s.stop();
     expect(g.s.settleClaim("m4")).toBeUndefined();
+  });
+
+  it("is not claiming before it starts, and after it stopped leaves no timer behind", async () => {
+    const refTimers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    const before = refTimers();
+    // Three lives: a timer left behind by each would show as three more.
+    for (let i = 0; i < 3; i++) {
+      const h = await scheduler({ queues: ["idle"], blockMs: 60_000 }, false);
+      expect(h.s.claiming).toBe(false);
+      await h.s.start();
+      expect(h.s.claiming).toBe(true);
+      await new Promise((r) => setTimeout(r, 100));
+      await h.s.stop();
+      expect(h.s.claiming).toBe(false);
+    }
+    expect(refTimers()).toBeLessThan(before + 3);
+  });
+
+  it("stops promptly after its blocking connection reconnected (it unblocks the new connection)", async () => {
+    const h = await scheduler({ queues: ["reconnect"], blockMs: 60_000 }, false);
+    const firstId = String(await h.blocking.redis.client("ID"));
+    await h.s.start();
+    schedulers.push(h.s);
+    await new Promise((r) => setTimeout(r, 100));
+    await redis.client("KILL", "ID", firstId);
+    await waitFor(async () => h.blocking.redis.status !== "ready", { what: "the blocking connection lost" });
+    await waitFor(async () => h.blocking.redis.status === "ready", { what: "the blocking connection back" });
+    await new Promise((r) => setTimeout(r, 300)); // blocked again, on the new connection
+    const started = Date.now();
+    await h.s.stop();
+    expect(Date.now() - started).toBeLessThan(10_000);
+  }, 30_000);
+
+  it("never claims past its slots: a reclaim takes the slot a new entry would", async () => {
+    await broker.ensureGroup("reclaim-slot");
+    await store.createMany("reclaim-slot", [task("reclaim-slot", "old")]);
+    await broker.claim(redis, "dead-worker", ["reclaim-slot"], 1, 100);
+    await store.createMany("reclaim-slot", [task("reclaim-slot", "new")]);
+    await new Promise((r) => setTimeout(r, 400));
+    const h = await scheduler({ queues: ["reclaim-slot"], concurrency: 1, leaseMs: 300 });
+    await waitFor(async () => h.claimed.length === 1, { what: "the reclaim" });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(h.ids()).toEqual(["reclaim-slot/old"]);
+    expect(h.claimed[0]!.reclaimed).toBe(true);
+  });
+
+  it("stops at its slots across queues: a full first queue leaves the next one alone", async () => {
+    await store.createMany("full-a", [task("full-a", "1"), task("full-a", "2")]);
+    await store.createMany("full-b", [task("full-b", "1")]);
+    const h = await scheduler({ queues: ["full-a", "full-b"], concurrency: 2 });
+    await waitFor(async () => h.claimed.length === 2, { what: "two claims" });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(h.ids()).toEqual(["full-a/1", "full-a/2"]);
+  });
+
+  it("reclaims past its own idle entries: each scan of a lane goes on where the last one stopped", async () => {
+    // Eleven entries this worker holds (in flight, idle: nothing renews them here), then a dead
+    // worker's. With one slot free a scan claims one entry among at most ten it looks at; scans that
+    // always began at the start of the lane would keep finding this worker's own entries.
+    await broker.ensureGroup("scan");
+    await store.createMany(
+      "scan",
+      Array.from({ length: 11 }, (_, i) => task("scan", `mine-${String(i).padStart(2, "0")}`)),
+    );
+    await store.createMany("scan", [task("scan", "orphan")]);
+    const h = await scheduler({ queues: ["scan"], concurrency: 12, leaseMs: 300 }, false);
+    const mine = await broker.claim(redis, "w1", ["scan"], 11, 100);
+    for (const e of mine) h.inFlight.track(e, e.entryId, `scan/${e.fields!.task}`, () => new Promise<void>(() => {}), () => {});
+    await broker.claim(redis, "dead-worker", ["scan"], 1, 100);
+    await new Promise((r) => setTimeout(r, 400));
+    await h.s.start();
+    schedulers.push(h.s);
+    await waitFor(async () => h.claimed.length === 1, { what: "the orphan reclaimed", timeoutMs: 10_000 });
+    expect(h.claimed[0]).toMatchObject({ reclaimed: true, reply: { taskId: "scan/orphan" } });
+  });
+
+  it("logs each entry it reclaims", async () => {
+    const lines: Array<{ level: string; fields: LogFields | undefined }> = [];
+    const log = Object.fromEntries(
+      (["debug", "info", "warn", "error"] as const).map((level) => [level, (_m: string, fields?: LogFields) => void lines.push({ level, fields })]),
+    ) as unknown as Logger;
+    await broker.ensureGroup("logged");
+    await store.createMany("logged", [task("logged", "x")]);
+    const [entry] = await broker.claim(redis, "dead-worker", ["logged"], 1, 100);
+    await new Promise((r) => setTimeout(r, 400));
+    const h = await scheduler({ queues: ["logged"], leaseMs: 300 }, true, broker, log);
+    await waitFor(async () => h.claimed.length === 1, { what: "the reclaim" });
+    expect(lines.filter((l) => l.level === "info").map((l) => l.fields)).toEqual([
+      { queue: "logged", priority: "normal", entryId: entry!.entryId, task: "x" },
+    ]);
+  });
+
+  it("promotes on time while every slot is busy", async () => {
+    await broker.ensureGroup("busy");
+    await store.createMany("busy", [task("busy", "running"), task("busy", "later", { runAt: Date.now() + 500 })]);
+    // Its first promotion learns when "later" falls due; its one slot is taken meanwhile.
+    const h = await scheduler({ queues: ["busy"], concurrency: 1, promoteIntervalMs: 60_000 });
+    await waitFor(async () => h.claimed.length === 1, { what: "the running task" });
+    expect((await broker.depth("busy")).delayed).toBe(1);
+    await waitFor(async () => (await broker.depth("busy")).delayed === 0, { what: "the promotion while full", timeoutMs: 10_000 });
+    expect((await broker.depth("busy")).waiting).toBe(1);
+    expect(h.claimed).toHaveLength(1);
+  });
+
+  it("goes on claiming when a promotion fails, and says why", async () => {
+    const lines: Array<{ level: string; fields: LogFields | undefined }> = [];
+    const log = Object.fromEntries(
+      (["debug", "info", "warn", "error"] as const).map((level) => [level, (_m: string, fields?: LogFields) => void lines.push({ level, fields })]),
+    ) as unknown as Logger;
+    let promotions = 0;
+    const flaky = new (class extends TestBroker {
+      override async promote(queue: string, now?: number, max?: number) {
+        if (++promotions === 1) throw new Error("promotion refused");
+        return super.promote(queue, now, max);
+      }
+    })(redis, keys);
+    await store.createMany("flaky", [task("flaky", "a")]);
+    const h = await scheduler({ queues: ["flaky"], promoteIntervalMs: 60_000 }, true, flaky, log);
+    await waitFor(async () => h.claimed.length === 1, { what: "a claim after the failed promotion" });
+    expect(lines.filter((l) => l.level === "warn").map((l) => l.fields)).toEqual([{ err: expect.objectContaining({ message: "promotion refused" }) }]);
+    // The next promotion waits for the interval, not the next loop turn.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(promotions).toBe(1);
+  });
+
+  it("claims again as soon as a settle call hands back the slots it held", async () => {
+    await store.createMany("handback", [task("handback", "a")]);
+    const h = await scheduler({ queues: ["handback"], concurrency: 1, leaseMs: 600_000, promoteIntervalMs: 600_000 });
+    await waitFor(async () => h.claimed.length === 1, { what: "the first claim" });
+    h.setSettling(1);
+    expect(h.s.settleClaim("handback")).toEqual({ count: 1, order: expect.any(Array) });
+    h.setSettling(0);
+    h.finish("handback/a");
+    await store.createMany("handback", [task("handback", "b")]);
+    await new Promise((r) => setTimeout(r, 200));
+    // The settle call claimed nothing: its slot is free again, and the loop must know at once.
+    h.s.settleStarted("handback", [], 1);
+    await waitFor(async () => h.claimed.length === 2, { what: "the claim after the hand-back", timeoutMs: 5_000 });
+  });
+
+  it("promotes once per interval however many claims it makes", async () => {
+    let promotions = 0;
+    const counting = new (class extends TestBroker {
+      override async promote(queue: string, now?: number, max?: number) {
+        promotions++;
+        return super.promote(queue, now, max);
+      }
+    })(redis, keys);
+    await store.createMany(
+      "many",
+      Array.from({ length: 6 }, (_, i) => task("many", String(i))),
+    );
+    const h = await scheduler({ queues: ["many"], concurrency: 1, promoteIntervalMs: 60_000 }, true, counting);
+    for (let i = 0; i < 6; i++) {
+      await waitFor(async () => h.claimed.length === i + 1, { what: `claim ${i + 1}` });
+      h.finish(h.ids()[i]!);
+    }
+    expect(promotions).toBe(1);
   });
 });
