@@ -244,8 +244,9 @@ describe("ClaimScheduler", () => {
   it("is not claiming before it starts, and after it stopped leaves no timer behind", async () => {
     const refTimers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
     const before = refTimers();
-    // Three lives: a timer left behind by each would show as three more.
-    for (let i = 0; i < 3; i++) {
+    // Five lives: a timer left behind by each would show as five more (less the odd timer of an
+    // earlier test that ends meanwhile).
+    for (let i = 0; i < 5; i++) {
       const h = await scheduler({ queues: ["idle"], blockMs: 60_000 }, false);
       expect(h.s.claiming).toBe(false);
       await h.s.start();
@@ -254,7 +255,7 @@ describe("ClaimScheduler", () => {
       await h.s.stop();
       expect(h.s.claiming).toBe(false);
     }
-    expect(refTimers()).toBeLessThan(before + 3);
+    expect(refTimers()).toBeLessThan(before + 2);
   });
 
   it("stops promptly after its blocking connection reconnected (it unblocks the new connection)", async () => {
