@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent, Swarm } from "@flotilla/agent";
 import { FlotillaClient, type FlotillaEvent, TaskCancelledError, TaskFailedError } from "@flotilla/client";
-import { createKeys, ErrorCodes } from "@flotilla/core";
+import { createKeys, DEFAULT_BACKOFF, ErrorCodes } from "@flotilla/core";
 import { purgePrefix, redisUrl, startTemporalServer, type TemporalServer, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { useTemporalBinary } from "@flotilla/testing/vitest";
 import { Worker as FlotillaWorker } from "@flotilla/worker";
@@ -307,6 +307,8 @@ describe("Temporal executor (real Temporal dev server)", () => {
       agent: new Agent({ name: "echo", model: "scripted:x", options: { scripted: { reply: "once", tokenDelayMs: 100 } } }).toJSON(),
       input: "x",
       metadata: {},
+      maxRetries: 0,
+      backoff: DEFAULT_BACKOFF,
       signal: new AbortController().signal,
       emit: () => {},
       reportUsage: () => {},
