@@ -135,6 +135,7 @@ export function temporalExecutor(options: TemporalExecutorOptions = {}): Executo
               input: ctx.input,
               ...(memory && { memory }),
               ...(options.activity && { activity: options.activity }),
+              retry: { maxRetries: ctx.maxRetries, backoff: ctx.backoff },
             },
           ],
           // Running: attach to it. Finished: never start it again (REJECT_DUPLICATE), read its outcome.
