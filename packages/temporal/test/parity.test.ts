@@ -276,4 +276,18 @@ describe("Temporal mode and Redis mode side by side (real Redis, real Temporal d
     expect(JSON.parse(reasons[0]!)).toEqual({ name: "AbortReason", code: "CANCELLED", message: "enough" });
     expect(JSON.parse(reasons[1]!)).toEqual(JSON.parse(reasons[0]!));
   });
+
+  it("timeout: a running tool is aborted as timed out, and the task fails TIMEOUT", async () => {
+    const agent = new Agent({ name: "patient", model: "scripted:x", tools: ["wait"], options: { scripted: { toolCalls: [{ name: "wait", args: {} }] } } });
+    const { taskId, redis: r, temporal: t } = await runBoth(agent, "x", { detailed: true, timeoutMs: 1500 });
+    expect(r.record).toMatchObject({ status: "FAILED", error: { code: "TIMEOUT", message: "timed out after 1500 ms" } });
+    expect(t).toEqual(r);
+    const reasons = await Promise.all(
+      modes.map((mode) =>
+        waitFor(async () => redis.hget(`${mode.prefix}:test:aborts`, taskId), { what: `the ${mode.name} mode tool to be aborted`, timeoutMs: 20_000 }),
+      ),
+    );
+    expect(JSON.parse(reasons[0]!)).toEqual({ name: "AbortReason", code: "TIMEOUT", message: "timed out after 1500 ms" });
+    expect(JSON.parse(reasons[1]!)).toEqual(JSON.parse(reasons[0]!));
+  });
 });
