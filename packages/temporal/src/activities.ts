@@ -85,8 +85,14 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
   let tasks: TaskStore | undefined;
   /** The reason Redis mode would abort the run with, read from the task's record (Temporal's own if it cannot be read). */
   const abortReason = async (taskId: string, temporalReason: string) => {
-    tasks ??= new TaskStore(redis(), keys, retention);
-    const record = await tasks.get(taskId).catch(() => undefined);
+    let record: Awaited<ReturnType<TaskStore["get"]>>;
+    try {
+      tasks ??= new TaskStore(redis(), keys, retention);
+      record = await tasks.get(taskId);
+    } catch {
+      // Redis unreachable: the work must still be aborted, with Temporal's reason then.
+      record = undefined;
+    }
     return abortReasonOf(temporalReason, record, Date.now());
   };
 
