@@ -8,10 +8,20 @@ export async function readAttempt(redis: Redis, keys: Keys, taskId: string): Pro
   return Number((await redis.hget(keys.task(taskId), "attempt")) ?? 0);
 }
 
-/** The attempt running (or that last ran) a task, as readAttempt, and the agent its record names; `agent` undefined when it does not exist. */
-export async function readRunning(redis: Redis, keys: Keys, taskId: string): Promise<{ attempt: number; agent: string | undefined }> {
-  const [attempt, agent] = await redis.hmget(keys.task(taskId), "attempt", "agent");
-  return { attempt: Number(attempt ?? 0), agent: agent ?? undefined };
+/**
+ * What the events of a running task are stamped and filtered with: the attempt running (or that
+ * last ran) it, as readAttempt; the agent its record names; whether it keeps every event type
+ * (`detailed`). `agent` and `detailed` are undefined when it does not exist.
+ */
+export async function readRunning(
+  redis: Redis,
+  keys: Keys,
+  taskId: string,
+): Promise<{ attempt: number; agent: string | undefined; detailed: boolean | undefined }> {
+  const [attempt, agent, detailed] = await redis.hmget(keys.task(taskId), "attempt", "agent", "detailed");
+  // `detailed` is stored only when set; `agent` always is, so it tells a record without it from none.
+  if (agent === null) return { attempt: Number(attempt ?? 0), agent: undefined, detailed: undefined };
+  return { attempt: Number(attempt ?? 0), agent, detailed: detailed === "1" };
 }
 
 /** The stored cancel requests of some tasks: task id → reason, for those that have one. */

@@ -22,7 +22,7 @@ export const RECORD_FIELDS = {
   agent: "the agent's (or swarm's) name, stamped on every event",
   payload: "JSON of `{ agent, input }`; read only by the worker that starts the task",
   createdAt: "submit time (ms)",
-  detailed: '"1" when every event type is kept, else only status and text',
+  detailed: '"1" when every event type is kept, else only status, text and progress (stored only when "1")',
   maxRetries: "retries allowed after a failed attempt",
   maxDeliveries: "attempts started at most, counting crash reclaims",
   timeoutMs: "per-attempt timeout",

@@ -89,12 +89,14 @@ describe("readers", () => {
     expect(await readAttempt(redis, keys, "rd/none")).toBe(0);
   });
 
-  it("read the attempt and agent of a task together, attempt 0 and no agent when it does not exist", async () => {
+  it("read the attempt, agent and detail of a task together, attempt 0 and nothing else when it does not exist", async () => {
     await create("rd/r");
-    expect(await readRunning(redis, keys, "rd/r")).toEqual({ attempt: 0, agent: "a" });
+    expect(await readRunning(redis, keys, "rd/r")).toEqual({ attempt: 0, agent: "a", detailed: false });
     await store.start("rd/r", "w");
-    expect(await readRunning(redis, keys, "rd/r")).toEqual({ attempt: 1, agent: "a" });
-    expect(await readRunning(redis, keys, "rd/none")).toEqual({ attempt: 0, agent: undefined });
+    expect(await readRunning(redis, keys, "rd/r")).toEqual({ attempt: 1, agent: "a", detailed: false });
+    await store.create(newTask("rd/d", { detailed: true }));
+    expect(await readRunning(redis, keys, "rd/d")).toEqual({ attempt: 0, agent: "a", detailed: true });
+    expect(await readRunning(redis, keys, "rd/none")).toEqual({ attempt: 0, agent: undefined, detailed: undefined });
   });
 
   it("read the cancel requests of the tasks that have one", async () => {

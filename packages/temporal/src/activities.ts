@@ -15,9 +15,11 @@ import {
 import { closeRedis, type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core/redis";
 import { type AgentEvent, EventPublisher } from "@flotilla/events";
 import { loadHistory, type MemoryStore, MemoryStores } from "@flotilla/memory";
-import { readAttempt, readRunning } from "@flotilla/store";
+import { readRunning, TaskStore } from "@flotilla/store";
 import { Context } from "@temporalio/activity";
 import { ApplicationFailure } from "@temporalio/common";
+import { abortReasonOf } from "./abort-reason.ts";
+import type { FailureDetails } from "./failure-details.ts";
 import type { AgentWorkflowInput, EmitInput, RunResultJson, ToolInput, ToolOutput, TurnInput, TurnOutput } from "./types.ts";
 
 export interface ActivityOptions extends ModelResolverOptions {
@@ -69,25 +71,59 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
     if (memory) await memoryStore(memory.store).append(memory.conversationId, [{ taskId, attempt: 1, key, message }]);
   };
 
-  /** The attempt running the task now: events are stamped with it (1 for a task without a record). */
-  const currentAttempt = async (taskId: string) => (await readAttempt(redis(), keys, taskId)) || 1;
+  /**
+   * How the task's events are stamped and filtered, as its Flotilla worker does in Redis mode: with
+   * the attempt running it, the task's agent (a swarm's own name, whichever member speaks) and its
+   * `detailed`. A workflow started without a task record (by hand, the replay fixtures): attempt 1,
+   * `agent`, every event.
+   */
+  const stampOf = async (taskId: string, agent: string) => {
+    const running = await readRunning(redis(), keys, taskId);
+    return { attempt: running.attempt || 1, agent: running.agent ?? agent, detailed: running.detailed ?? true };
+  };
 
-  /** Runs `work` with a heartbeat timer and the activity's cancellation; failures become Temporal failures. */
-  async function activity<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  let tasks: TaskStore | undefined;
+  /** The reason Redis mode would abort the run with, read from the task's record (Temporal's own if it cannot be read). */
+  const abortReason = async (taskId: string, temporalReason: string) => {
+    let record: Awaited<ReturnType<TaskStore["get"]>>;
+    try {
+      tasks ??= new TaskStore(redis(), keys, retention);
+      record = await tasks.get(taskId);
+    } catch {
+      // Redis unreachable: the work must still be aborted, with Temporal's reason then.
+      record = undefined;
+    }
+    return abortReasonOf(temporalReason, record, Date.now());
+  };
+
+  /**
+   * Runs `work` with a heartbeat timer and the activity's cancellation; failures become Temporal
+   * failures. A cancel aborts `work` with the reason Redis mode gives a run (the task's cancel and
+   * its reason), not Temporal's ("NOT_FOUND"), and is reported to Temporal as the cancel it is.
+   */
+  async function activity<T>(taskId: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const ctx = Context.current();
     const timer = setInterval(() => ctx.heartbeat(), options.heartbeatIntervalMs ?? 1000);
+    const aborted = new AbortController();
+    const onCancel = () => {
+      const temporalReason = ctx.cancellationSignal.reason instanceof Error ? ctx.cancellationSignal.reason.message : String(ctx.cancellationSignal.reason);
+      void abortReason(taskId, temporalReason).then((reason) => aborted.abort(reason));
+    };
+    if (ctx.cancellationSignal.aborted) onCancel();
+    else ctx.cancellationSignal.addEventListener("abort", onCancel, { once: true });
     try {
-      return await work(ctx.cancellationSignal);
+      return await work(aborted.signal);
     } catch (err) {
-      if (ctx.cancellationSignal.aborted) throw err;
+      if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason;
       throw asFailure(err);
     } finally {
       clearInterval(timer);
+      ctx.cancellationSignal.removeEventListener("abort", onCancel);
     }
   }
 
   async function publisher(taskId: string, scope: string, agent: string): Promise<EventPublisher> {
-    return new EventPublisher(redis(), keys, retention, { taskId, attempt: await currentAttempt(taskId), agent, detailed: true, anyAttempt: true, scope });
+    return new EventPublisher(redis(), keys, retention, { taskId, ...(await stampOf(taskId, agent)), anyAttempt: true, scope });
   }
 
   async function publish(taskId: string, scope: string, agent: string, events: AgentEvent[]): Promise<void> {
@@ -99,7 +135,7 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
   return {
     /** Loads the conversation (memory) and adds the input to it; returns the messages the run starts with. */
     async begin(args: { taskId: string; input: JsonValue; memory?: AgentWorkflowInput["memory"] }): Promise<Message[]> {
-      return activity(async () => {
+      return activity(args.taskId, async () => {
         const user = inputMessage(args.input);
         if (!args.memory) return [user];
         const store = memoryStore(args.memory.store);
@@ -111,7 +147,7 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
 
     /** One model turn, streamed live: `text` and `tool_call` events, then its `step` event. */
     async modelTurn(args: TurnInput): Promise<TurnOutput> {
-      return activity(async (signal) => {
+      return activity(args.taskId, async (signal) => {
         const agent: AgentSpec = args.agent;
         const model = options.model ?? (await models.resolve(agent.model));
         const tools = toolDefinitions(resolveTools(agent, options.tools), args.handoffTargets);
@@ -136,21 +172,22 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
      * but an UnrecoverableError fails the activity for good, and with it the workflow.
      */
     async toolCall(args: ToolInput): Promise<ToolOutput> {
-      return activity(async (signal) => {
+      return activity(args.taskId, async (signal) => {
         const tool = lookupTool(options.tools, args.call.name);
-        const running = await readRunning(redis(), keys, args.taskId);
-        const attempt = running.attempt || 1;
-        // Stamped with the task's agent, as the worker stamps the events of a run in process.
+        const stamp = await stampOf(args.taskId, "");
         const progress = new EventPublisher(redis(), keys, retention, {
           taskId: args.taskId,
-          attempt,
-          agent: running.agent ?? "",
-          detailed: true,
+          ...stamp,
           anyAttempt: true,
           scope: `p${args.step}:${args.call.toolCallId}`,
         });
         try {
-          const { result, isError } = await runToolCall(tool, args.call, { signal, taskId: args.taskId, attempt, onProgress: (e) => progress.emit(e) });
+          const { result, isError } = await runToolCall(tool, args.call, {
+            signal,
+            taskId: args.taskId,
+            attempt: stamp.attempt,
+            onProgress: (e) => progress.emit(e),
+          });
           return { result, isError };
         } finally {
           // Progress that could not be published must not fail (and so repeat) the tool call itself.
@@ -161,7 +198,7 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
 
     /** Events and memory for what the workflow decided itself: a turn's tool results, a handoff. */
     async emit(args: EmitInput): Promise<void> {
-      return activity(async () => {
+      return activity(args.taskId, async () => {
         if (args.kind === "tool-results") {
           await publish(
             args.taskId,
@@ -179,11 +216,20 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
       });
     },
 
-    /** Checks the answer against the agent's output schema, publishes the run's usage, returns the result. */
+    /**
+     * Publishes the run's usage, checks the answer against the agent's output schema, returns the
+     * result. The usage goes first, as in Redis mode: an answer that misses the schema fails the
+     * task with its usage published, and recorded (it travels in the failure's details).
+     */
     async finish(args: { taskId: string; agent: AgentSpec; text: string; steps: number; usage: TokenUsage }): Promise<RunResultJson> {
-      return activity(async () => {
-        const output = args.agent.outputSchema ? parseOutput(args.text, args.agent.outputSchema) : undefined;
+      return activity(args.taskId, async () => {
         await publish(args.taskId, "final", args.agent.name, [{ type: "usage", ...args.usage }]);
+        let output: JsonValue | undefined;
+        try {
+          output = args.agent.outputSchema ? parseOutput(args.text, args.agent.outputSchema) : undefined;
+        } catch (err) {
+          throw asFailure(err, { usage: args.usage });
+        }
         return { text: args.text, ...(output !== undefined && { output }), steps: args.steps, usage: args.usage, agent: args.agent.name };
       });
     },
@@ -191,7 +237,7 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
 }
 
 /** A Flotilla error as a Temporal failure whose type is its code; one no retry can fix is non-retryable. */
-function asFailure(err: unknown): unknown {
+function asFailure(err: unknown, details?: FailureDetails): unknown {
   if (err instanceof ApplicationFailure) return err;
   const taskError = toTaskError(err);
   return ApplicationFailure.create({
@@ -199,5 +245,6 @@ function asFailure(err: unknown): unknown {
     message: taskError.message,
     nonRetryable: !isRetryable(err),
     cause: err instanceof Error ? err : undefined,
+    ...(details && { details: [details] }),
   });
 }

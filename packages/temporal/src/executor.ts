@@ -24,6 +24,7 @@ import {
   WorkflowNotFoundError,
 } from "@temporalio/client";
 import { ApplicationFailure, CancelledFailure, TimeoutFailure } from "@temporalio/common";
+import { FailureDetailsSchema } from "./failure-details.ts";
 import type { ActivitySettings, RunResultJson } from "./types.ts";
 import type { flotillaAgent } from "./workflow.ts";
 
@@ -59,6 +60,17 @@ function toFlotillaError(err: unknown, signal: AbortSignal): unknown {
     cause = cause.cause;
   }
   return err instanceof WorkflowFailedError ? new FlotillaError(ErrorCodes.AGENT_ERROR, err.message, { cause: err, retryable: false }) : err;
+}
+
+/** The run's usage a failure carries (the `finish` activity's, in its details), if any. */
+function failureUsage(err: unknown): TokenUsage | undefined {
+  for (let cause: unknown = err; cause instanceof Error; cause = cause.cause) {
+    if (cause instanceof ApplicationFailure) {
+      const parsed = FailureDetailsSchema.safeParse(cause.details?.[0]);
+      return parsed.success ? parsed.data.usage : undefined;
+    }
+  }
+  return undefined;
 }
 
 /** A failure of a call to Temporal that may pass if made again: the server unreachable or overloaded. */
@@ -117,7 +129,14 @@ export function temporalExecutor(options: TemporalExecutorOptions = {}): Executo
           taskQueue,
           workflowId: ctx.taskId,
           args: [
-            { taskId: ctx.taskId, agent: ctx.agent, input: ctx.input, ...(memory && { memory }), ...(options.activity && { activity: options.activity }) },
+            {
+              taskId: ctx.taskId,
+              agent: ctx.agent,
+              input: ctx.input,
+              ...(memory && { memory }),
+              ...(options.activity && { activity: options.activity }),
+              retry: { maxRetries: ctx.maxRetries, backoff: ctx.backoff },
+            },
           ],
           // Running: attach to it. Finished: never start it again (REJECT_DUPLICATE), read its outcome.
           workflowIdConflictPolicy: "USE_EXISTING",
@@ -139,6 +158,9 @@ export function temporalExecutor(options: TemporalExecutorOptions = {}): Executo
         ctx.reportUsage(result.usage as TokenUsage);
         return result as JsonValue;
       } catch (err) {
+        // A run that failed after its usage was counted (its answer missed the output schema) records it, as in Redis mode.
+        const usage = failureUsage(err);
+        if (usage) ctx.reportUsage(usage);
         throw toFlotillaError(err, ctx.signal);
       } finally {
         ctx.signal.removeEventListener("abort", onAbort);

@@ -4,4 +4,4 @@
 export { type ActivityOptions, createActivities, type FlotillaActivities } from "./activities.ts";
 export { type TemporalExecutorOptions, temporalExecutor } from "./executor.ts";
 export { createTemporalWorker, type TemporalWorker, type TemporalWorkerOptions, webpackConfigHook, workflowsPath } from "./temporal-worker.ts";
-export type { ActivitySettings, AgentWorkflowInput, RunResultJson } from "./types.ts";
+export type { ActivitySettings, AgentWorkflowInput, RunResultJson, TaskRetry } from "./types.ts";

@@ -1,6 +1,6 @@
 // Plain data shared by the workflow (which runs in Temporal's sandbox and may import nothing with
 // side effects) and the activities. Type-only imports: erased from the workflow bundle.
-import type { AgentSpec, JsonValue, Message, RunnableSpec, TokenUsage } from "@flotilla/core";
+import type { AgentSpec, Backoff, JsonValue, Message, RunnableSpec, TokenUsage } from "@flotilla/core";
 
 /** What a task's workflow is started with. Its workflow id is the task id. */
 export interface AgentWorkflowInput {
@@ -11,6 +11,15 @@ export interface AgentWorkflowInput {
   memory?: { store: string; conversationId: string } | undefined;
   /** Activity settings (the executor's). */
   activity?: ActivitySettings | undefined;
+  /** The task's retry policy, mapped onto the activities' (see activityRetryPolicy); absent in workflows started before it was passed. */
+  retry?: TaskRetry | undefined;
+}
+
+/** A task's retry policy as submitted: retries after a failed attempt, and the wait before each. */
+export interface TaskRetry {
+  maxRetries: number;
+  /** The task's own backoff, else its worker's. */
+  backoff: Backoff;
 }
 
 export interface ActivitySettings {
@@ -18,7 +27,7 @@ export interface ActivitySettings {
   heartbeatTimeoutMs?: number | undefined;
   /** @default 600_000 */
   startToCloseTimeoutMs?: number | undefined;
-  /** Attempts of one activity at most (retryable failures). @default 5 */
+  /** Attempts of one activity at most (retryable failures and timeouts), unless the task's `maxRetries` asks for more. @default 5 */
   maximumAttempts?: number | undefined;
 }
 

@@ -6,24 +6,21 @@
 // workflows: test/fixtures/histories pins them (see test/fixtures/record-histories.ts).
 
 import { type LoopEffects, type LoopResult, runLoop, settle } from "@flotilla/agent/loop";
-import { FlotillaError, NON_RETRYABLE_CODES } from "@flotilla/core";
+import { FlotillaError } from "@flotilla/core";
 import { ApplicationFailure, patched, proxyActivities } from "@temporalio/workflow";
 import type { FlotillaActivities } from "./activities.ts";
-import type { ActivitySettings, AgentWorkflowInput, RunResultJson } from "./types.ts";
+import { activityRetryPolicy } from "./retry-policy.ts";
+import type { AgentWorkflowInput, RunResultJson } from "./types.ts";
 
-function activities(settings: ActivitySettings = {}): FlotillaActivities {
+function activities(input: AgentWorkflowInput): FlotillaActivities {
+  const settings = input.activity ?? {};
   return proxyActivities<FlotillaActivities>({
     startToCloseTimeout: settings.startToCloseTimeoutMs ?? 600_000,
     // Activities heartbeat on a timer (every second), not per event: a slow model stays alive.
     heartbeatTimeout: settings.heartbeatTimeoutMs ?? 10_000,
-    retry: {
-      initialInterval: "1 second",
-      backoffCoefficient: 2,
-      maximumInterval: "30 seconds",
-      maximumAttempts: settings.maximumAttempts ?? 5,
-      // The activities fail these as non-retryable too; listing them also covers an older activity worker.
-      nonRetryableErrorTypes: [...NON_RETRYABLE_CODES],
-    },
+    // Only the policy changes with the task's retry settings, never which activities run: workflows
+    // started without them (all those recorded before) schedule exactly what they did.
+    retry: activityRetryPolicy(settings, input.retry),
   });
 }
 
@@ -46,7 +43,7 @@ function activityEffects(input: AgentWorkflowInput, act: FlotillaActivities): Lo
 
 /** Runs a Flotilla agent or swarm durably; returns what Redis mode's agent executor returns. */
 export async function flotillaAgent(input: AgentWorkflowInput): Promise<RunResultJson> {
-  const act = activities(input.activity);
+  const act = activities(input);
   const messages = await act.begin({ taskId: input.taskId, input: input.input, memory: input.memory });
   let result: LoopResult;
   try {

@@ -2,11 +2,12 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent, Swarm } from "@flotilla/agent";
 import { FlotillaClient, type FlotillaEvent, TaskCancelledError, TaskFailedError } from "@flotilla/client";
-import { createKeys, ErrorCodes } from "@flotilla/core";
+import { createKeys, DEFAULT_BACKOFF, ErrorCodes } from "@flotilla/core";
 import { purgePrefix, redisUrl, startTemporalServer, type TemporalServer, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { useTemporalBinary } from "@flotilla/testing/vitest";
 import { Worker as FlotillaWorker } from "@flotilla/worker";
 import { Client, Connection } from "@temporalio/client";
+import { decompileRetryPolicy } from "@temporalio/common";
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker as ReplayWorker, Runtime } from "@temporalio/worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTemporalWorker, type TemporalWorker, temporalExecutor, webpackConfigHook, workflowsPath } from "../src/index.ts";
@@ -307,6 +308,8 @@ describe("Temporal executor (real Temporal dev server)", () => {
       agent: new Agent({ name: "echo", model: "scripted:x", options: { scripted: { reply: "once", tokenDelayMs: 100 } } }).toJSON(),
       input: "x",
       metadata: {},
+      maxRetries: 0,
+      backoff: DEFAULT_BACKOFF,
       signal: new AbortController().signal,
       emit: () => {},
       reportUsage: () => {},
@@ -318,6 +321,32 @@ describe("Temporal executor (real Temporal dev server)", () => {
     const runs = [];
     for await (const w of temporal.workflow.list({ query: `WorkflowId = '${taskId}'` })) runs.push(w.runId);
     expect(runs).toHaveLength(1);
+  });
+
+  it("maps the task's maxRetries and backoff onto the retry policy of each of its activities", async () => {
+    const agent = new Agent({
+      name: "paced",
+      model: "scripted:x",
+      tools: ["crawl"],
+      options: { scripted: { toolCalls: [{ name: "crawl", args: { pages: 1 } }] } },
+    });
+    const policies = async (taskId: string) => {
+      const history = await temporal.workflow.getHandle(taskId).fetchHistory();
+      return (history.events ?? []).flatMap((e) =>
+        e.activityTaskScheduledEventAttributes ? [decompileRetryPolicy(e.activityTaskScheduledEventAttributes.retryPolicy)] : [],
+      );
+    };
+    const own = await client.submit(agent, "x", { queue: "temporal", maxRetries: 7, backoff: { delayMs: 2500, maxDelayMs: 7000 } });
+    const defaults = await client.submit(agent, "x", { queue: "temporal" });
+    await Promise.all([own.result(), defaults.result()]);
+    // begin, two model turns, the tool, its results, finish: each with the task's policy.
+    const ownPolicies = await policies(own.taskId);
+    expect(ownPolicies).toHaveLength(6);
+    for (const policy of ownPolicies) expect(policy).toMatchObject({ initialInterval: 2500, backoffCoefficient: 2, maximumInterval: 7000, maximumAttempts: 8 });
+    // No backoff of its own: its worker's (the default, 1 s doubling to 60 s); maxRetries 0 leaves the executor's 5 attempts.
+    for (const policy of await policies(defaults.taskId)) {
+      expect(policy).toMatchObject({ initialInterval: 1000, backoffCoefficient: 2, maximumInterval: 60_000, maximumAttempts: 5 });
+    }
   });
 
   it("fails a non-retryable error once, with its code", async () => {

@@ -148,6 +148,8 @@ export class AttemptRunner {
           agent: task.agent,
           input: task.input,
           metadata: task.metadata,
+          maxRetries: start.maxRetries,
+          backoff: start.backoff ?? this.deps.backoff,
           signal: controller.signal,
           emit: (event) => publisher.emit(event),
           reportUsage: (u) => {

@@ -1,4 +1,4 @@
-import type { JsonValue, Priority, RunnableSpec, TokenUsage } from "@flotilla/core";
+import type { Backoff, JsonValue, Priority, RunnableSpec, TokenUsage } from "@flotilla/core";
 import type { AgentEvent } from "@flotilla/events";
 
 /** Everything an executor needs to run one attempt of a task. */
@@ -11,7 +11,14 @@ export interface ExecutionContext {
   agent: RunnableSpec;
   input: JsonValue;
   metadata: Record<string, JsonValue>;
-  /** Aborted on cancel, timeout, shutdown, or when the attempt lost its claim; `reason` says which. */
+  /**
+   * The task's retry policy: the retries it allows after a failed attempt, and the wait before
+   * each (its own backoff, else the worker's). The worker applies them to the attempts it runs; an
+   * executor that retries steps itself (Temporal mode) reads them here.
+   */
+  maxRetries: number;
+  backoff: Backoff;
+  /** Aborted on cancel, timeout, shutdown, or when the attempt lost its claim; `reason` (an AbortReason) says which. */
   signal: AbortSignal;
   /** Publishes an event (batched per tick, in order). */
   emit(event: AgentEvent): void;

@@ -14,6 +14,25 @@ const agent = new Agent({ name: "flaky", model: "scripted:x" });
 describe("retries", () => {
   const env = useFlotilla("retries");
 
+  it("gives the executor the task's retry policy: its maxRetries, and its own backoff or else the worker's", async () => {
+    const seen: Array<Pick<ExecutionContext, "input" | "maxRetries" | "backoff">> = [];
+    await env.worker({
+      queues: ["policy"],
+      backoff: { delayMs: 50, maxDelayMs: 70, jitter: 0 },
+      executor: flaky(async (_, { input, maxRetries, backoff }) => {
+        seen.push({ input, maxRetries, backoff });
+        return null;
+      }),
+    });
+    const client = env.client();
+    await (await client.submit(agent, "own", { queue: "policy", maxRetries: 4, backoff: { delayMs: 250 } })).result();
+    await (await client.submit(agent, "worker's", { queue: "policy" })).result();
+    expect(seen).toEqual([
+      { input: "own", maxRetries: 4, backoff: { delayMs: 250, maxDelayMs: 60_000, jitter: 0.5 } },
+      { input: "worker's", maxRetries: 0, backoff: { delayMs: 50, maxDelayMs: 70, jitter: 0 } },
+    ]);
+  });
+
   it("retries a failing task with exponential backoff; result() waits for the final attempt", async () => {
     await env.worker({
       queues: ["retry"],
