@@ -84,6 +84,8 @@ describe("agentExecutor, called directly", () => {
       agent,
       input,
       metadata,
+      maxRetries: 0,
+      backoff: { delayMs: 1000, maxDelayMs: 60_000, jitter: 0 },
       signal: new AbortController().signal,
       emit: (e) => void emitted.push(e),
       reportUsage: (u) => void usage.push(u),
@@ -98,10 +100,7 @@ describe("agentExecutor, called directly", () => {
     const usageEvents = emitted.filter((e) => e.type === "usage");
     expect(usageEvents.length).toBeGreaterThan(0);
     // One report per usage event, with the token figures only, then the totals of the run.
-    expect(usage).toEqual([
-      ...usageEvents.map(({ inputTokens, outputTokens, totalTokens }) => ({ inputTokens, outputTokens, totalTokens })),
-      result.usage,
-    ]);
+    expect(usage).toEqual([...usageEvents.map(({ inputTokens, outputTokens, totalTokens }) => ({ inputTokens, outputTokens, totalTokens })), result.usage]);
     for (const u of usage.slice(0, -1)) expect(Object.keys(u).sort()).toEqual(["inputTokens", "outputTokens", "totalTokens"]);
   });
 

@@ -43,7 +43,7 @@ function runner(executor: Executor, cancelledBeforeStart?: string) {
     agents: undefined,
     cancels,
     metrics: new FlotillaMetrics(),
-    backoff: { delayMs: 1000, factor: 2, maxDelayMs: 60_000, jitter: 0 },
+    backoff: { delayMs: 1000, maxDelayMs: 60_000, jitter: 0 },
     onDeadline: () => "cancel",
     started: () => {},
   });
@@ -69,7 +69,15 @@ const eventTypes = async (taskId: string) =>
 
 describe("AttemptRunner", () => {
   it("ends a run cancelled before it started as CANCELLED, even when the executor ignores its signal, and stops watching", async () => {
-    const { attempts, watching } = runner({ execute: (ctx) => (ctx.emit({ type: "text", delta: "hi" }), new Promise<JsonValue>(() => {})) }, "the user changed their mind");
+    const { attempts, watching } = runner(
+      {
+        execute: (ctx) => {
+          ctx.emit({ type: "text", delta: "hi" });
+          return new Promise<JsonValue>(() => {});
+        },
+      },
+      "the user changed their mind",
+    );
     const t = await startedTask();
     const ended = await attempts.run(t.lane, t.run, new AbortController());
     expect(ended?.outcome).toMatchObject({ status: "CANCELLED", error: { code: ErrorCodes.CANCELLED, message: "the user changed their mind" } });

@@ -1,6 +1,6 @@
 import { type Broker, isMissingGroup, laneKeys } from "@flotilla/broker";
 import { TestBroker } from "@flotilla/broker/testing";
-import { createKeys, DEFAULT_RETENTION, type Logger, type LogFields, silentLogger } from "@flotilla/core";
+import { createKeys, DEFAULT_RETENTION, type LogFields, type Logger, silentLogger } from "@flotilla/core";
 import { closeRedis, type OwnedRedis, openRedis } from "@flotilla/core/redis";
 import type { StartReply } from "@flotilla/store";
 import { newTask, TestTaskStore } from "@flotilla/store/testing";
@@ -307,7 +307,14 @@ describe("ClaimScheduler", () => {
     await store.createMany("scan", [task("scan", "orphan")]);
     const h = await scheduler({ queues: ["scan"], concurrency: 12, leaseMs: 300 }, false);
     const mine = await broker.claim(redis, "w1", ["scan"], 11, 100);
-    for (const e of mine) h.inFlight.track(e, e.entryId, `scan/${e.fields!.task}`, () => new Promise<void>(() => {}), () => {});
+    for (const e of mine)
+      h.inFlight.track(
+        e,
+        e.entryId,
+        `scan/${e.fields!.task}`,
+        () => new Promise<void>(() => {}),
+        () => {},
+      );
     await broker.claim(redis, "dead-worker", ["scan"], 1, 100);
     await new Promise((r) => setTimeout(r, 400));
     await h.s.start();
@@ -327,9 +334,7 @@ describe("ClaimScheduler", () => {
     await new Promise((r) => setTimeout(r, 400));
     const h = await scheduler({ queues: ["logged"], leaseMs: 300 }, true, broker, log);
     await waitFor(async () => h.claimed.length === 1, { what: "the reclaim" });
-    expect(lines.filter((l) => l.level === "info").map((l) => l.fields)).toEqual([
-      { queue: "logged", priority: "normal", entryId: entry!.entryId, task: "x" },
-    ]);
+    expect(lines.filter((l) => l.level === "info").map((l) => l.fields)).toEqual([{ queue: "logged", priority: "normal", entryId: entry!.entryId, task: "x" }]);
   });
 
   it("promotes on time while every slot is busy", async () => {

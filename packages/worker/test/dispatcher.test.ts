@@ -1,5 +1,5 @@
 import type { Lane } from "@flotilla/broker";
-import type { Logger, LogFields } from "@flotilla/core";
+import type { LogFields, Logger } from "@flotilla/core";
 import type { FinishInput, StartReply } from "@flotilla/store";
 import { describe, expect, it } from "vitest";
 import type { AttemptRunner } from "../src/attempt.ts";
@@ -74,7 +74,9 @@ describe("Dispatcher", () => {
     expect(s.inFlight.size).toBe(0);
     await s.settled();
     expect(s.calls).toEqual([]);
-    expect(s.lines).toEqual([{ level: "debug", message: "entry skipped", fields: { queue: "q", entryId: "1-0", taskId: "q/t3", reason: "terminal", reclaimed: true } }]);
+    expect(s.lines).toEqual([
+      { level: "debug", message: "entry skipped", fields: { queue: "q", entryId: "1-0", taskId: "q/t3", reason: "terminal", reclaimed: true } },
+    ]);
   });
 
   it("dead-letters a missing record, a spent delivery budget and a malformed entry, each with its reason", async () => {

@@ -48,7 +48,13 @@ describe("Gauges", () => {
     const blocking = redis.duplicate();
     await broker.claim(blocking, "w1", ["g-a"], 1, 100);
     blocking.disconnect();
-    const heartbeat = new Heartbeat(redis, keys, { workerId: "w1", queues: ["g-a"], concurrency: 1, ttlMs: 10_000, snapshot: () => ({ running: [] }) });
+    const heartbeat = new Heartbeat(redis, keys, {
+      workerId: "w1",
+      queues: ["g-a"],
+      concurrency: 1,
+      ttlMs: 10_000,
+      snapshot: () => ({ running: [], completed: 0, failed: 0 }),
+    });
     await heartbeat.start();
 
     const metrics = new FlotillaMetrics();

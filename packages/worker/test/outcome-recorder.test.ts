@@ -64,7 +64,10 @@ describe("OutcomeRecorder", () => {
     expect(s.metrics.total(METRICS.completed, { queue: "or-a", agent: "ag" })).toBe(1);
     expect(s.ended).toEqual([{ taskId: t.taskId, attempt: 1, status: "COMPLETED", error: undefined, recorded: true }]);
     expect(s.lines).toEqual([
-      { level: "info", fields: { taskId: t.taskId, attempt: 1, status: "COMPLETED", error: undefined, retryAt: undefined, recorded: true, traceId: "trace-1" } },
+      {
+        level: "info",
+        fields: { taskId: t.taskId, attempt: 1, status: "COMPLETED", error: undefined, retryAt: undefined, recorded: true, traceId: "trace-1" },
+      },
     ]);
   });
 

@@ -10,7 +10,10 @@ describe("a worker's connections", () => {
   it("are three, named by their part; a Redis that goes away is logged at debug level and makes the worker unready until it is back", async () => {
     const server = await startRedisServer({ aof: false });
     const lines: Array<{ level: string; message: string; fields: Record<string, unknown> }> = [];
-    const at = (level: string) => (message: string, fields: Record<string, unknown> = {}) => void lines.push({ level, message, fields });
+    const at =
+      (level: string) =>
+      (message: string, fields: Record<string, unknown> = {}) =>
+        void lines.push({ level, message, fields });
     const logger: Logger = { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
     const w = new Worker({ redis: server.url, prefix: testPrefix("session"), queues: ["s"], logger, connectTimeoutMs: 2_000 });
     try {
