@@ -55,4 +55,23 @@ describe("a worker's connections", () => {
       await server.stop();
     }
   });
+
+  it("a clean stop leaves no timer behind and reports no drain deadline", async () => {
+    const server = await startRedisServer({ aof: false });
+    const lines: string[] = [];
+    const at = (level: string) => (message: string) => void lines.push(`${level} ${message}`);
+    const logger: Logger = { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+    const refTimers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    try {
+      const before = refTimers();
+      const w = new Worker({ redis: server.url, prefix: testPrefix("session"), queues: ["s"], logger });
+      await w.start();
+      await w.stop({ drainTimeoutMs: 60_000 });
+      // A timer left for the drain deadline would hold the process for a minute after stop().
+      expect(refTimers()).toBeLessThanOrEqual(before);
+      expect(lines.filter((l) => l.startsWith("warn"))).toEqual([]);
+    } finally {
+      await server.stop();
+    }
+  });
 });
