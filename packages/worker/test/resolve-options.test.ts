@@ -98,6 +98,18 @@ describe("resolveWorkerOptions", () => {
     expect(() => resolveWorkerOptions({ backoff: { delayMs: -1 } })).toThrow(ValidationError);
   });
 
+  it("refuses an agent whose spec does not parse, naming it as an agent", () => {
+    const err = (() => {
+      try {
+        resolveWorkerOptions({ agents: [{ kind: "agent", name: "", model: "scripted:x" } as never] });
+      } catch (e) {
+        return e as ValidationError;
+      }
+    })();
+    expect(err).toBeInstanceOf(ValidationError);
+    expect(err!.field).toBe("agent");
+  });
+
   it("accepts the smallest values allowed", () => {
     expect(resolveWorkerOptions({ concurrency: 1, leaseMs: 300, blockMs: 1 })).toMatchObject({ concurrency: 1, leaseMs: 300, blockMs: 1 });
   });
