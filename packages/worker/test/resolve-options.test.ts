@@ -107,7 +107,8 @@ describe("resolveWorkerOptions", () => {
       }
     })();
     expect(err).toBeInstanceOf(ValidationError);
-    expect(err!.field).toBe("agent");
+    expect(err!.field).toBe("name");
+    expect(err!.message).toMatch(/^invalid agent: name: /);
   });
 
   it("accepts the smallest values allowed", () => {
