@@ -44,12 +44,13 @@ export function defineTool<S extends z.ZodType, R extends JsonValue>(tool: Tool<
   return tool;
 }
 
-/** Tools by name, as a worker registers them. */
-export type ToolRegistry = ReadonlyMap<string, Tool> | Readonly<Record<string, Tool>>;
+/** Tools as a worker registers them: by name in a Map or a record, or an array (each by its own name). */
+export type ToolRegistry = ReadonlyMap<string, Tool> | Readonly<Record<string, Tool>> | readonly Tool[];
 
 export function lookupTool(registry: ToolRegistry | undefined, name: string): Tool | undefined {
   if (!registry) return undefined;
   if (registry instanceof Map) return registry.get(name);
+  if (Array.isArray(registry)) return (registry as readonly Tool[]).find((tool) => tool.name === name);
   return Object.hasOwn(registry, name) ? (registry as Record<string, Tool>)[name] : undefined;
 }
 

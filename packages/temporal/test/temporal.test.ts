@@ -42,7 +42,8 @@ describe("Temporal executor (real Temporal dev server)", () => {
       workflowBundle: bundle,
       redis: redisUrl(),
       prefix,
-      tools: { pause: pauseTool(redis, prefix), crawl: crawlTool, refuse: refuseTool },
+      // An array, as Worker takes them (the parity test passes a record).
+      tools: [pauseTool(redis, prefix), crawlTool, refuseTool],
       providerFactory: countingFactory(redis, prefix),
     });
     running = temporalWorker.run();
