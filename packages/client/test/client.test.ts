@@ -1,4 +1,5 @@
 import { getEventListeners } from "node:events";
+import net from "node:net";
 import { Agent } from "@flotilla/agent";
 import { createKeys } from "@flotilla/core";
 import { collect, echo, waitFor } from "@flotilla/testing";
@@ -245,5 +246,21 @@ describe("FlotillaClient", () => {
     expect((err as ConnectionError).code).toBe("REDIS_UNAVAILABLE");
     expect((err as Error).message).toMatch(/127\.0\.0\.1:1/);
     await client.close();
+  });
+
+  it("fails with a ConnectionError, not a hang, when the server takes the connection and never answers", async () => {
+    // A hung Redis, or a port where something else listens without speaking Redis.
+    const silent = net.createServer((socket) => socket.on("data", () => {}));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const { port } = silent.address() as net.AddressInfo;
+    const client = new FlotillaClient({ redis: `redis://127.0.0.1:${port}`, connectTimeoutMs: 300 });
+    try {
+      const err = await client.submit(echo(), "x").catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ConnectionError);
+      expect((err as ConnectionError).code).toBe("REDIS_UNAVAILABLE");
+    } finally {
+      await client.close();
+      silent.close();
+    }
   });
 });

@@ -57,16 +57,37 @@ export function openRedis(conn: RedisConnection | undefined, role: ConnectionRol
     enableReadyCheck: true,
     connectionName: `flotilla:${role}`,
   };
+  let redis: Redis;
   if (isRedisClient(conn)) {
     // A client of another ioredis copy answers the calls we make the same way (RESP2 shapes under ioredis 6's default mapping).
     const client = conn as Redis;
     if (role === "command") return { redis: client, owned: false };
-    return { redis: client.duplicate({ ...tuned }), owned: true };
+    redis = client.duplicate({ ...tuned });
+  } else if (conn === undefined || typeof conn === "string") {
+    redis = new Redis(conn ?? (process.env.REDIS_URL || DEFAULTS.redisUrl), tuned);
+  } else {
+    redis = new Redis({ ...tuned, ...conn });
   }
-  if (conn === undefined || typeof conn === "string") {
-    return { redis: new Redis(conn ?? (process.env.REDIS_URL || DEFAULTS.redisUrl), tuned), owned: true };
-  }
-  return { redis: new Redis({ ...tuned, ...conn }), owned: true };
+  if (failFast) boundReady(redis, tuned.connectTimeout ?? 5000);
+  return { redis, owned: true };
+}
+
+/**
+ * ioredis's `connectTimeout` ends at the TCP connect: a server that accepts the connection and never
+ * answers (a hung Redis, a wrong port) would hold a fail-fast connection in its ready check, and every
+ * command in the offline queue, for ever. Past `ms` without ready, the connection is dropped and tried
+ * again, so queued commands fail after `maxRetriesPerRequest` tries like any unreachable Redis.
+ */
+function boundReady(redis: Redis, ms: number): void {
+  let timer: NodeJS.Timeout | undefined;
+  redis.on("connect", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      if (redis.status === "connect") redis.disconnect(true);
+    }, ms);
+    timer.unref();
+  });
+  for (const settled of ["ready", "end"]) redis.on(settled, () => clearTimeout(timer));
 }
 
 /**
