@@ -44,6 +44,8 @@ export type StartReply = EntryRef &
     | ({ kind: "run"; taskId: string } & RunnableTask)
     | { kind: "skip"; taskId: string; reason: "terminal" | "running" | "cancelled"; status: TaskStatus | undefined }
     | { kind: "missing"; taskId: string }
+    /** The record cannot be trusted (written by a buggy or hostile producer): nothing was written; `reason` says which field. */
+    | { kind: "corrupt"; taskId: string; reason: string }
     | { kind: "dead"; taskId: string; attempts: number; lastError: TaskError | undefined }
     | { kind: "malformed"; fields: Record<string, string> | null }
   );
@@ -74,7 +76,9 @@ export interface SettleInput extends FinishInput {
 
 export type FinishOutcome =
   | { ok: true; status: TaskStatus; deadLettered: boolean }
-  | { ok: false; reason: "missing" | "terminal" | "stale"; status: TaskStatus | undefined };
+  | { ok: false; reason: "missing" | "terminal" | "stale"; status: TaskStatus | undefined }
+  /** The record cannot be trusted: nothing was written and the entry is still held; `detail` says which field. */
+  | { ok: false; reason: "corrupt"; status: undefined; detail: string };
 
 export const optStatus = (s: unknown): TaskStatus | undefined => {
   const parsed = TaskStatusSchema.safeParse(s);
@@ -124,6 +128,8 @@ export function parseStartReplies(queue: string, reply: unknown): StartReply[] {
       }
       case "missing":
         return { kind: "missing", priority, entryId, taskId };
+      case "corrupt":
+        return { kind: "corrupt", priority, entryId, taskId, reason: String(r[4] ?? "") };
       default: {
         const pairs = r.slice(3).map(String);
         const fields: Record<string, string> = {};
@@ -138,5 +144,6 @@ export function parseStartReplies(queue: string, reply: unknown): StartReply[] {
 export function parseFinish(reply: unknown): FinishOutcome {
   const r = reply as unknown[];
   if (r[0] === "ok") return { ok: true, status: optStatus(r[1])!, deadLettered: Number(r[2]) === 1 };
+  if (r[1] === "corrupt") return { ok: false, reason: "corrupt", status: undefined, detail: String(r[2] ?? "") };
   return { ok: false, reason: r[1] as "stale", status: optStatus(r[2]) };
 }

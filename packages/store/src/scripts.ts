@@ -9,4 +9,5 @@ export const scripts = {
   settle: new LuaScript(lua.settle),
   requeue: new LuaScript(lua.requeue),
   publish: new LuaScript(lua.publish),
+  failCorrupt: new LuaScript(lua.failCorrupt),
 } as const;

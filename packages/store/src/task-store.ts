@@ -1,6 +1,16 @@
 import { randomUUID } from "node:crypto";
 import { delayedKeys, LANE_ORDER, laneKeys, laneNumber, laneOrderArg } from "@flotilla/broker";
-import { type Backoff, CONSUMER_GROUP, type Keys, type Priority, type Retention, splitTaskId, type TaskStatus, ValidationError } from "@flotilla/core";
+import {
+  type Backoff,
+  CONSUMER_GROUP,
+  CorruptRecordError,
+  type Keys,
+  type Priority,
+  type Retention,
+  splitTaskId,
+  type TaskStatus,
+  ValidationError,
+} from "@flotilla/core";
 import type { Redis } from "ioredis";
 import { type ListTasksOptions, listTasks, type TaskPage } from "./listing.ts";
 import { PUBLIC_FIELDS, recordFromValues, type TaskResult } from "./record.ts";
@@ -117,7 +127,8 @@ export class TaskStore {
   }
 
   async get(taskId: string): Promise<TaskResult | undefined> {
-    return recordFromValues(await this.redis.hmget(this.keys.task(taskId), ...PUBLIC_FIELDS), taskId);
+    const values = await this.redis.hmget(this.keys.task(taskId), ...PUBLIC_FIELDS).catch(notAHash);
+    return recordFromValues(values, taskId);
   }
 
   async getMany(taskIds: readonly string[]): Promise<Array<TaskResult | undefined>> {
@@ -126,7 +137,7 @@ export class TaskStore {
     for (const id of taskIds) pipeline.hmget(this.keys.task(id), ...PUBLIC_FIELDS);
     const replies = (await pipeline.exec()) ?? [];
     return replies.map(([err, values], i) => {
-      if (err) throw err;
+      if (err) notAHash(err);
       return recordFromValues(values as Array<string | null>, taskIds[i]!);
     });
   }
@@ -213,6 +224,42 @@ export class TaskStore {
   }
 
   /**
+   * Takes a task whose record cannot be trusted (a start or settle replied `corrupt`) out of its
+   * queue, in one step: the entry `consumer` holds is dead-lettered with `reason` (the record's small
+   * fields kept in the letter as they were) and, when the record is a hash that has not ended, it
+   * ends FAILED with code CORRUPT_RECORD and its status event is published, so waiters hear it.
+   * `moved` false: the entry is not this consumer's (nothing was written).
+   */
+  async failCorrupt(
+    lane: { queue: string; priority: Priority },
+    entryId: string,
+    consumer: string,
+    taskId: string,
+    reason: string,
+    now = Date.now(),
+  ): Promise<{ moved: boolean; failed: boolean }> {
+    const k = this.keys;
+    nameIn(lane.queue, taskId);
+    const [moved, failed] = (await scripts.failCorrupt.run(
+      this.redis,
+      [k.lane(lane.queue, lane.priority), k.deadLetters(lane.queue), k.task(taskId), k.stats(lane.queue, now)],
+      [
+        CONSUMER_GROUP,
+        consumer,
+        entryId,
+        reason,
+        now,
+        taskId,
+        this.retention.deadLetterMaxLen,
+        this.retention.recordTtlMs,
+        k.statusChannel(lane.queue),
+        lane.priority,
+      ],
+    )) as [number, number];
+    return { moved: moved === 1, failed: failed === 1 };
+  }
+
+  /**
    * Sends a dead-lettered task back to its lane: its FAILED record returns to PENDING and the dead
    * letter is deleted, in one step.
    */
@@ -239,6 +286,12 @@ export class TaskStore {
   list(options: ListTasksOptions = {}): Promise<TaskPage> {
     return listTasks(this.redis, this.keys, (ids) => this.getMany(ids), options);
   }
+}
+
+/** A task key that holds no hash (written straight into Redis by something else) is a corrupt record; other errors pass. */
+function notAHash(err: unknown): never {
+  if (err instanceof Error && err.message.startsWith("WRONGTYPE")) throw new CorruptRecordError("task record", "the key is not a hash");
+  throw err;
 }
 
 /** A task's name within `queue`; a task of another queue is a ValidationError (one call, one slot). */

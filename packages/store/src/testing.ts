@@ -25,7 +25,8 @@ export function newTask(taskId: string, over: Partial<NewTask> = {}): NewTask {
 export type StartOutcome =
   | ({ kind: "run" } & RunnableTask)
   | { kind: "skip"; reason: "missing" | "terminal" | "running" | "cancelled"; status: TaskStatus | undefined }
-  | { kind: "dead"; attempts: number; lastError: TaskError | undefined };
+  | { kind: "dead"; attempts: number; lastError: TaskError | undefined }
+  | { kind: "corrupt"; reason: string };
 
 /** A TaskStore with the test-only calls. */
 export class TestTaskStore extends TaskStore {
@@ -55,6 +56,8 @@ export class TestTaskStore extends TaskStore {
         return { kind: "skip", reason: reply.reason, status: reply.status };
       case "dead":
         return { kind: "dead", attempts: reply.attempts, lastError: reply.lastError };
+      case "corrupt":
+        return { kind: "corrupt", reason: reply.reason };
       default:
         return { kind: "skip", reason: "missing", status: undefined };
     }

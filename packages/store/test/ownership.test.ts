@@ -95,6 +95,8 @@ describe("ownership of keys and fields", () => {
       "dead",
       "missing",
       "malformed",
+      "corrupt",
+      "hash",
       "terminal",
       "running",
       "stale",

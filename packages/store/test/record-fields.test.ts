@@ -143,13 +143,14 @@ describe("reading records", () => {
     await expect(store.get("rr/b")).rejects.toThrow(CorruptRecordError);
   });
 
-  it("reads many at once, undefined for those that do not exist, and fails with the error Redis gave", async () => {
+  it("reads many at once, undefined for those that do not exist, and fails with CORRUPT_RECORD on a key that is no hash", async () => {
     await store.writeRaw("rr/c");
     expect(await store.getMany([])).toEqual([]);
     const [c, none] = await store.getMany(["rr/c", "rr/none"]);
     expect(c).toMatchObject({ taskId: "rr/c", status: "PENDING" });
     expect(none).toBeUndefined();
     await redis.set(keys.task("rr/str"), "x");
-    await expect(store.getMany(["rr/c", "rr/str"])).rejects.toThrow(/WRONGTYPE/);
+    await expect(store.getMany(["rr/c", "rr/str"])).rejects.toMatchObject({ code: "CORRUPT_RECORD", message: /not a hash/ });
+    await expect(store.get("rr/str")).rejects.toMatchObject({ code: "CORRUPT_RECORD" });
   });
 });

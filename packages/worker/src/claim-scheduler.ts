@@ -223,12 +223,25 @@ export class ClaimScheduler {
       // First without blocking: one script per queue claims and starts a whole batch.
       const order = this.nextOrder();
       let started = 0;
+      const failed: unknown[] = [];
       for (const queue of this.opts.queues) {
         if (free - started <= 0) break;
-        const replies = await this.deps.store.claim(queue, this.opts.workerId, free - started, order);
+        let replies: StartReply[];
+        try {
+          replies = await this.deps.store.claim(queue, this.opts.workerId, free - started, order);
+        } catch (err) {
+          // NOGROUP: Redis lost its data; the loop makes every queue's groups again.
+          if (isMissingGroup(err)) throw err;
+          // One queue's failure must not stop the others being served.
+          failed.push(err);
+          this.deps.log.warn("claim from a queue failed; claiming from the others", { queue, err });
+          continue;
+        }
         started += replies.length;
         for (const reply of replies) this.deps.dispatch(queue, reply, false);
       }
+      if (failed.length > 0 && failed.length === this.opts.queues.length) throw failed[0];
+      for (const err of failed) this.deps.onError(err);
       if (started === 0) {
         const untilDue = Math.max(1, Math.min(this.nextReclaimAt, this.nextPromoteAt) - Date.now());
         const entries = await this.deps.broker.block(
@@ -248,11 +261,18 @@ export class ClaimScheduler {
   /** Moves delayed tasks that fell due into their queues; schedules the next look. */
   private async promoteDue(): Promise<void> {
     let next = Date.now() + this.opts.promoteIntervalMs;
+    let failed: unknown;
     for (const queue of this.opts.queues) {
-      const { nextDueAt } = await this.deps.broker.promote(queue);
-      if (nextDueAt !== undefined) next = Math.min(next, nextDueAt);
+      try {
+        const { nextDueAt } = await this.deps.broker.promote(queue);
+        if (nextDueAt !== undefined) next = Math.min(next, nextDueAt);
+      } catch (err) {
+        // The other queues' due tasks are still promoted.
+        failed ??= err;
+      }
     }
     this.nextPromoteAt = next;
+    if (failed !== undefined) throw failed;
   }
 
   /** Takes over entries whose lease lapsed with their holder, scanning each lane's whole pending list over time. */
@@ -293,9 +313,17 @@ export class ClaimScheduler {
       }
       byQueue.set(entry.queue, [...(byQueue.get(entry.queue) ?? []), { priority: entry.priority, entryId: entry.entryId, name: entry.name }]);
     }
+    let failed: unknown;
     for (const [queue, list] of byQueue) {
-      for (const reply of await this.deps.store.startEntries(queue, this.opts.workerId, list, reclaimed)) this.deps.dispatch(queue, reply, reclaimed);
+      try {
+        for (const reply of await this.deps.store.startEntries(queue, this.opts.workerId, list, reclaimed)) this.deps.dispatch(queue, reply, reclaimed);
+      } catch (err) {
+        // Its entries stay pending (reclaimed once their lease lapses); the other queues' start now.
+        if (isMissingGroup(err)) throw err;
+        failed ??= err;
+      }
     }
+    if (failed !== undefined) throw failed;
   }
 
   private async trackBlockingClientId(): Promise<void> {

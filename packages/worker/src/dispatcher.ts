@@ -7,8 +7,8 @@ import type { OutcomeRecorder } from "./outcome-recorder.ts";
 
 /**
  * Takes up each claimed entry: a started task runs (and its outcome is recorded); an entry that
- * cannot run — its record gone, past its delivery limit, malformed — is dead-lettered with the
- * reason. Either way the work is tracked in flight until it is done, so stop() waits for it.
+ * cannot run — its record gone, past its delivery limit, malformed, its record corrupt — is
+ * dead-lettered with the reason (a corrupt record is also ended FAILED, so its waiters hear). Either way the work is tracked in flight until it is done, so stop() waits for it.
  */
 export class Dispatcher {
   private readonly inFlight: InFlight;
@@ -51,6 +51,20 @@ export class Dispatcher {
       );
       return;
     }
+    if (reply.kind === "corrupt") {
+      const { taskId } = reply;
+      this.inFlight.track(
+        lane,
+        entryId,
+        taskId,
+        () => this.recorder.failCorrupt(lane, entryId, taskId, reply.reason),
+        (err) => {
+          this.log.error("could not dead-letter entry", { queue, entryId, err });
+          this.onError(err);
+        },
+      );
+      return;
+    }
     const [reason, fields, taskId, extra] = deadLetterOf(lane, reply);
     this.inFlight.track(
       lane,
@@ -68,7 +82,7 @@ export class Dispatcher {
 type DeadLetterOf = [reason: string, fields: Record<string, string> | null, taskId: string | undefined, extra?: Record<string, unknown>];
 
 /** Why an entry that cannot run is dead-lettered, and what the letter keeps. */
-function deadLetterOf(lane: Lane, reply: Exclude<StartReply, { kind: "run" | "skip" }>): DeadLetterOf {
+function deadLetterOf(lane: Lane, reply: Exclude<StartReply, { kind: "run" | "skip" | "corrupt" }>): DeadLetterOf {
   switch (reply.kind) {
     case "missing":
       return ["task record not found (expired or never written)", { task: splitTaskId(reply.taskId).name }, reply.taskId];

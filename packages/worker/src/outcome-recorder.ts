@@ -1,13 +1,14 @@
 import type { Broker, Lane } from "@flotilla/broker";
 import { ErrorCodes, type Logger } from "@flotilla/core";
 import { type FlotillaMetrics, METRICS } from "@flotilla/metrics";
-import type { FinishInput } from "@flotilla/store";
+import type { FinishInput, TaskStore } from "@flotilla/store";
 import type { DeadLetteredEvent, TaskEndEvent } from "./events.ts";
 import type { Settler } from "./settler.ts";
 
 export interface RecorderDeps {
   settler: Settler;
   broker: Broker;
+  store: TaskStore;
   consumer: string;
   metrics: FlotillaMetrics;
   log: Logger;
@@ -37,6 +38,12 @@ export class OutcomeRecorder {
     const deadReason =
       outcome.status === "FAILED" ? `failed after ${outcome.attempt} attempt${outcome.attempt === 1 ? "" : "s"}: [${error.code}] ${error.message}` : undefined;
     const finished = await this.deps.settler.settle(queue, { ...outcome, taskId, priority: lane.priority, entryId, deadReason });
+    if (!finished.ok && finished.reason === "corrupt") {
+      // The record went bad while the attempt ran: nothing was written, the entry is still ours.
+      if (entryId) await this.failCorrupt(lane, entryId, taskId, finished.detail);
+      else this.deps.log.warn("outcome not recorded: corrupt task record", { taskId, reason: finished.detail });
+      return;
+    }
     if (finished.ok && finished.deadLettered) {
       this.deps.deadLettered({ queue, entryId, reason: `[${error.code}] ${error.message}`, taskId });
     }
@@ -58,6 +65,24 @@ export class OutcomeRecorder {
       ...(traceId && { traceId }),
     });
     this.deps.ended({ taskId, attempt: outcome.attempt, status, error: outcome.error, recorded: finished.ok });
+  }
+
+  /**
+   * Takes a task whose record cannot be trusted out of its queue: its entry dead-lettered with the
+   * reason (the bad values kept in the letter) and, when it can be, the record ended FAILED with code
+   * CORRUPT_RECORD and its waiters told. One script call: the rest of the batch is not held up.
+   */
+  async failCorrupt(lane: Lane, entryId: string, taskId: string, fault: string): Promise<void> {
+    const { queue } = lane;
+    const reason = `corrupt task record: ${fault}`;
+    const { moved, failed } = await this.deps.store.failCorrupt(lane, entryId, this.deps.consumer, taskId, reason);
+    if (!moved) {
+      this.deps.log.warn("entry not dead-lettered: another worker holds it now", { queue, entryId, taskId });
+      return;
+    }
+    this.deps.log.warn("entry dead-lettered", { queue, entryId, reason, taskId, recordFailed: failed });
+    if (failed) this.counts.failed++;
+    this.deps.deadLettered({ queue, entryId, reason, taskId });
   }
 
   /** Moves an entry that cannot run to its queue's dead letters, if this worker still holds it. */

@@ -74,6 +74,7 @@ export class WorkerSession {
     this.recorder = new OutcomeRecorder({
       settler,
       broker,
+      store,
       consumer: workerId,
       metrics,
       log,

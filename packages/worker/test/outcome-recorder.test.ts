@@ -34,6 +34,7 @@ function setup() {
   const recorder = new OutcomeRecorder({
     settler,
     broker,
+    store,
     consumer: "w",
     metrics,
     log,

@@ -1,4 +1,4 @@
-import { CONSUMER_GROUP } from "@flotilla/core";
+import { CONSUMER_GROUP, ErrorCodes, FlotillaError, TaskFailedError } from "@flotilla/core";
 import { scripted, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
@@ -68,5 +68,68 @@ describe("poison messages", () => {
     expect(((await h.redis.xpending(stream, CONSUMER_GROUP)) as [number])[0]).toBe(0);
     expect(await h.redis.xlen(stream)).toBe(0);
     expect(crashed).toBe(0);
+  });
+
+  /** Ways a producer may spoil a task record: [what, how, what the dead letter's reason must say]. */
+  const badRecords: Array<[string, (key: string) => Promise<unknown>, RegExp]> = [
+    ["attempt not a number", (key) => h.redis.hset(key, "attempt", "abc"), /attempt is not a number/],
+    ["createdAt not a number", (key) => h.redis.hset(key, "createdAt", "yesterday"), /createdAt is not a number/],
+    ["seq not a number", (key) => h.redis.hset(key, "seq", "x"), /seq is not a number/],
+    ["maxDeliveries not a number", (key) => h.redis.hset(key, "maxDeliveries", "lots"), /maxDeliveries is not a number/],
+    ["deliveriesBase not a number", (key) => h.redis.hset(key, "deliveriesBase", "-3"), /deliveriesBase is not a number/],
+    ["taskId missing", (key) => h.redis.hdel(key, "taskId"), /taskId is missing/],
+    ["unknown status", (key) => h.redis.hset(key, "status", "ZOMBIE"), /status is unknown/],
+    ["garbage log", (key) => h.redis.hset(key, "log", "<<garbage>>"), /log is not a list of events/],
+    ["key not a hash", async (key) => (await h.redis.del(key), h.redis.set(key, "x")), /the key is not a hash/],
+  ];
+
+  it(`one worker serving ${badRecords.length} poisoned queues and 3 clean ones completes every good task; each bad one is dead-lettered and its waiter told`, async () => {
+    const client = h.client();
+    const queues = [...badRecords.map((_, i) => `rec-${i}`), "clean-a", "clean-b", "clean-c"];
+    const good: string[] = [];
+    const bad = new Map<string, RegExp>();
+    for (const [i, queue] of queues.entries()) {
+      // Two good tasks, the bad one, two more good ones: one claim batch of five.
+      for (const input of ["a", "b"]) good.push(await h.submit(scripted("fine"), input, { queue }));
+      if (i < badRecords.length) {
+        const [, spoil, reason] = badRecords[i]!;
+        const name = await h.record(`${queue}/bad`, { agent: "x", payload: payload({ agent, input: "x" }) });
+        await spoil(h.keys.task(`${queue}/bad`));
+        await h.broker.enqueue(queue, name);
+        bad.set(`${queue}/bad`, reason);
+      }
+      for (const input of ["c", "d"]) good.push(await h.submit(scripted("fine"), input, { queue }));
+    }
+    // Every waiter, bad ones included, is waiting before the worker starts.
+    const goodResults = good.map((id) => client.handle(id).result());
+    const badResults = [...bad.keys()].map((id) =>
+      client
+        .handle(id)
+        .result()
+        .then(
+          () => "resolved",
+          (err: unknown) => (err instanceof TaskFailedError ? err.taskError.code : err instanceof FlotillaError ? err.code : String(err)),
+        ),
+    );
+    const w = await h.worker({ queues, concurrency: 5 });
+    let errors = 0;
+    w.on("worker:error", () => errors++);
+
+    await expect(Promise.all(goodResults)).resolves.toHaveLength(good.length);
+    expect(await Promise.all(badResults)).toEqual([...bad.keys()].map(() => ErrorCodes.CORRUPT_RECORD));
+    for (const [taskId, reason] of bad) {
+      const queue = taskId.split("/")[0]!;
+      const letters = await waitFor(async () => {
+        const l = await h.broker.listDeadLetters(queue);
+        return l.length > 0 ? l : undefined;
+      });
+      expect(letters.map((l) => l.taskId)).toEqual([taskId]);
+      expect(letters[0]!.reason).toMatch(/^corrupt task record: /);
+      expect(letters[0]!.reason).toMatch(reason);
+    }
+    for (const queue of queues) {
+      expect(((await h.redis.xpending(h.keys.lane(queue, "normal"), CONSUMER_GROUP)) as [number])[0]).toBe(0);
+    }
+    expect(errors).toBe(0);
   });
 });

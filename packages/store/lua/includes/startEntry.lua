@@ -6,6 +6,7 @@
 --- @include "cancelWaiting"
 --- @include "countStat"
 --- @include "countWait"
+--- @include "recordFault"
 -- Starts the task of a claimed entry. Every start is a delivery and gets a new attempt number,
 -- which fences out whoever ran the task before. Entries that must not run are settled here: a
 -- finished task's entry, a second entry of a task running under a live lease and a task whose
@@ -19,14 +20,23 @@
 --   { 'skip', lane, entryId, name, reason ('terminal' | 'running' | 'cancelled'), status }
 --   { 'dead', lane, entryId, name, attempts, lastError }
 --   { 'missing', lane, entryId, name }
+--   { 'corrupt', lane, entryId, name, reason }: the record cannot be trusted (see recordFault)
+local START_FIELDS = { 'status', 'attempt', 'cancelRequestedAt', 'createdAt', 'agent', 'payload', 'cancelReason',
+  'timeoutMs', 'detailed', 'waitMs', 'metadata', 'maxDeliveries', 'workerId', 'error', 'retries', 'maxRetries', 'backoff',
+  'entryId', 'seq', 'log', 'deliveriesBase', 'taskId', 'trace' }
 local function startEntry(batch, lane, entryId, name, reclaimed)
   local key = batch.taskBase .. name
+  local values = redis.pcall('HMGET', key, unpack(START_FIELDS))
+  -- A missing record (all fields nil) is told apart below; anything else is checked before any write.
+  local fault = (values.err or values[1]) and recordFault(START_FIELDS, values)
+  if fault then
+    -- Nothing written: the worker dead-letters the entry and fails the record (see failCorrupt-4.lua).
+    batch.replies[#batch.replies + 1] = { 'corrupt', lane, entryId, name, fault }
+    return
+  end
   local status, attempts, cancelRequestedAt, createdAt, agent, payload, cancelReason, timeoutMs, detailed, waitMs,
     metadata, maxDeliveries, workerId, lastError, retries, maxRetries, backoff, heldEntryId, seq, log,
-    deliveriesBase, taskId, trace = unpack(redis.call('HMGET', key, 'status', 'attempt', 'cancelRequestedAt',
-      'createdAt', 'agent', 'payload', 'cancelReason', 'timeoutMs', 'detailed', 'waitMs', 'metadata', 'maxDeliveries',
-      'workerId', 'error', 'retries', 'maxRetries', 'backoff', 'entryId', 'seq', 'log', 'deliveriesBase', 'taskId',
-      'trace'))
+    deliveriesBase, taskId, trace = unpack(values, 1, #START_FIELDS)
   local replies = batch.replies
   local now = batch.now
   if not status then
@@ -75,7 +85,7 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
   local attempt = started + 1
   local fields = { 'status', 'RUNNING', 'attempt', attempt, 'workerId', batch.consumer, 'startedAt', now, 'entryId', entryId }
   if not waitMs then
-    local waited = now - tonumber(createdAt)
+    local waited = now - tonumber(createdAt or now)
     fields[#fields + 1] = 'waitMs'
     fields[#fields + 1] = waited
     countWait(batch, waited)
