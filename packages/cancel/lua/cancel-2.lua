@@ -13,7 +13,8 @@
     ARGV[5] status channel of the task's queue
 
   Returns:
-    { outcome, status }: outcome 'cancelled' | 'requested' | 'finished' | 'missing'
+    { outcome, status }: outcome 'cancelled' | 'requested' | 'finished' | 'missing'; the error
+    CORRUPT_RECORD when the record cannot be trusted (see @flotilla/store/recordFault): nothing written
 ]]
 --- @include "@flotilla/store/newBatch"
 --- @include "@flotilla/store/requestCancel"
@@ -22,6 +23,9 @@ local record, statsKey = KEYS[1], KEYS[2]
 local reason, now, recordTtlMs, cancelChannel, statusChannel = unpack(ARGV, 1, 5)
 local batch = newBatch({}, '', '', tonumber(now), '', recordTtlMs)
 local outcome, status, taskId = requestCancel(batch, record, reason)
+if outcome == 'corrupt' then
+  return redis.error_reply('CORRUPT_RECORD task record: ' .. status)
+end
 if outcome == 'requested' then
   redis.call('PUBLISH', cancelChannel, cjson.encode({ taskId = taskId, reason = reason }))
 end

@@ -114,3 +114,24 @@ describe("cancel", () => {
     expect(await requestCancel(redis, keys, DEFAULT_RETENTION, "q/ghost")).toEqual({ outcome: "missing", status: undefined });
   });
 });
+
+describe("cancel of a corrupt record", () => {
+  const cases: Array<[string, (key: string) => Promise<unknown>, RegExp]> = [
+    ["seq not a number", (key) => redis.hset(key, "seq", "x"), /seq is not a number/],
+    ["taskId unsafe", (key) => redis.hset(key, "taskId", 'q/"x'), /taskId is not a task id/],
+    ["garbage log", (key) => redis.hset(key, "log", "garbage"), /log is not a list of events/],
+    ["unknown status", (key) => redis.hset(key, "status", "LIMBO"), /status is unknown/],
+    ["key not a hash", (key) => redis.multi().del(key).set(key, "x").exec(), /not a hash/],
+  ];
+  for (const [what, spoil, reason] of cases) {
+    it(`${what}: refused with CORRUPT_RECORD, nothing written`, async () => {
+      const taskId = `q/corrupt${++n}`;
+      await store.writeRaw(taskId);
+      await spoil(keys.task(taskId));
+      const before = (await redis.type(keys.task(taskId))) === "hash" ? await redis.hgetall(keys.task(taskId)) : await redis.get(keys.task(taskId));
+      await expect(requestCancel(redis, keys, DEFAULT_RETENTION, taskId)).rejects.toMatchObject({ code: "CORRUPT_RECORD", message: reason });
+      const after = (await redis.type(keys.task(taskId))) === "hash" ? await redis.hgetall(keys.task(taskId)) : await redis.get(keys.task(taskId));
+      expect(after).toEqual(before);
+    });
+  }
+});

@@ -55,7 +55,9 @@ for i = 8, #ARGV, WIDTH do
   local key = taskBase .. name
   local outcome = '1'
   if submitId ~= '' and redis.call('EXISTS', key) == 1 then
-    outcome = redis.call('HGET', key, 'submitId') == submitId and '1' or '0'
+    -- A key that is no hash (written by something else) holds the name too: taken, and the rest
+    -- of the batch is still created.
+    outcome = redis.pcall('HGET', key, 'submitId') == submitId and '1' or '0'
   else
     if submitId ~= '' then
       -- A caller-chosen name may be reused once its record expired: its old events must not replay.

@@ -15,7 +15,8 @@
 
   Returns:
     the last seq written (the record's seq when nothing was new), or -1 when the task is no longer
-    RUNNING as this attempt (finished, cancelled, or taken over): the caller must stop its run
+    RUNNING as this attempt (finished, cancelled, or taken over): the caller must stop its run; the
+    error CORRUPT_RECORD when the record cannot be trusted (see includes/recordFault.lua): nothing written
 ]]
 --- @include "reserveEventSeqs"
 --- @include "appendEventBatch"
@@ -23,6 +24,9 @@ local record, stream, channel = KEYS[1], KEYS[2], KEYS[3]
 local attempt, maxLen, ttlMs, batchId = unpack(ARGV, 1, 4)
 local count = #ARGV - 4
 local before, skip = reserveEventSeqs(record, attempt, batchId, count)
+if before == -2 then
+  return redis.error_reply('CORRUPT_RECORD task record: ' .. skip)
+end
 if before < 0 then
   return -1
 end

@@ -13,13 +13,20 @@
     ARGV[3] consumer group (for a lane that must be made again: see @flotilla/broker/enqueueEntry)
 
   Returns:
-    { 'ok' }; { 'gone' } (no such dead letter); { 'refused', status } (the task is not FAILED)
+    { 'ok' }; { 'gone' } (no such dead letter); { 'refused', status } (the task is not FAILED); the
+    error CORRUPT_RECORD when the record cannot be trusted (see includes/recordFault.lua): nothing written
 ]]
 --- @include "@flotilla/broker/enqueueEntry"
 --- @include "@flotilla/broker/removeDeadLetter"
+--- @include "recordFault"
 local record, stream, lane, deadLetters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local deadLetterId, name, group = ARGV[1], ARGV[2], ARGV[3]
-local status, attempt = unpack(redis.call('HMGET', record, 'status', 'attempt'))
+local values = redis.pcall('HMGET', record, 'status', 'attempt')
+local fault = (values.err or values[1]) and recordFault({ 'status', 'attempt' }, values)
+if fault then
+  return redis.error_reply('CORRUPT_RECORD task record: ' .. fault)
+end
+local status, attempt = values[1], values[2]
 if not status then
   return { 'refused', '' }
 end

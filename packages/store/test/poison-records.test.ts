@@ -5,6 +5,7 @@ import { Broker } from "@flotilla/broker";
 import { CONSUMER_GROUP, createKeys, DEFAULT_RETENTION } from "@flotilla/core";
 import { purgePrefix, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TaskEventLog } from "../src/event-log.ts";
 import type { StartReply } from "../src/replies.ts";
 import { newTask, TestTaskStore } from "../src/testing.ts";
 
@@ -52,7 +53,7 @@ const cases: Array<[string, Poison, RegExp, boolean]> = [
   ["taskId with a quote (spliced into JSON)", fields({ taskId: 'pr/x","status":"completed' }), /taskId is not a task id/, true],
   ["unknown status", fields({ status: "WEIRD" }), /status is unknown/, true],
   ["garbage log", fields({ log: "not json at all" }), /log is not a list of events/, true],
-  ["key not a hash", async (key) => (await redis.del(key), redis.set(key, "not a hash")), /the key is not a hash \(WRONGTYPE\)/, false],
+  ["key not a hash", (key) => redis.multi().del(key).set(key, "not a hash").exec(), /the key is not a hash \(WRONGTYPE\)/, false],
 ];
 
 let n = 0;
@@ -149,5 +150,148 @@ describe("a corrupt task record in a claim batch", () => {
     const replies = await store.startEntries(queue, "w", entries, false);
     expect(replies.map((r) => r.kind)).toEqual(["run", "run", "corrupt", "run", "run"]);
     expect(replies[2]).toMatchObject({ taskId: `${queue}/${bad}`, reason: "seq is not a number" });
+  });
+});
+
+/** A task of `queue` claimed and started by consumer "w". */
+async function running(queue: string, count: number) {
+  await broker.ensureGroup(queue);
+  n++;
+  await store.createMany(
+    queue,
+    Array.from({ length: count }, (_, i) => newTask(`${queue}/r${n}-${i}`)),
+  );
+  const runs = await store.claim(queue, "w", count);
+  return runs.map((r) => {
+    if (r.kind !== "run") throw new Error(`expected a run, got ${r.kind}`);
+    return r;
+  });
+}
+
+describe("a record that went bad while its task ran", () => {
+  it("settle-9: the corrupt one is refused with a reason and nothing written; the others of the batch settle; then it is taken out", async () => {
+    const queue = "pr-settle";
+    const runs = await running(queue, 4);
+    const badKey = keys.task(runs[1]!.taskId);
+    await redis.hset(badKey, "seq", "x");
+    const before = await redis.hgetall(badKey);
+    const { outcomes } = await store.settle(
+      queue,
+      "w",
+      runs.map((r) => ({
+        taskId: r.taskId,
+        priority: r.priority,
+        entryId: r.entryId,
+        attempt: r.attempt,
+        status: "COMPLETED" as const,
+        agent: "a",
+        result: 1,
+      })),
+    );
+    expect(outcomes).toEqual([
+      { ok: true, status: "COMPLETED", deadLettered: false },
+      { ok: false, reason: "corrupt", status: undefined, detail: "seq is not a number" },
+      { ok: true, status: "COMPLETED", deadLettered: false },
+      { ok: true, status: "COMPLETED", deadLettered: false },
+    ]);
+    expect(await redis.hgetall(badKey)).toEqual(before);
+    expect(await pendingCount(queue)).toBe(1);
+    expect(await store.failCorrupt({ queue, priority: "normal" }, runs[1]!.entryId, "w", runs[1]!.taskId, "corrupt task record: seq is not a number")).toEqual({
+      moved: true,
+      failed: true,
+    });
+    expect(await redis.hget(badKey, "status")).toBe("FAILED");
+    expect(await pendingCount(queue)).toBe(0);
+  });
+
+  it("publish-3: a bad seq or scope mark is refused with CORRUPT_RECORD and nothing is written", async () => {
+    const [run] = await running("pr-publish", 1);
+    const key = keys.task(run!.taskId);
+    const log = new TaskEventLog(redis, keys, DEFAULT_RETENTION, run!.taskId);
+    await redis.hset(key, "seq", "1e3");
+    const before = await redis.hgetall(key);
+    await expect(log.append(run!.attempt, "1:1", ['{"type":"text"}'])).rejects.toMatchObject({ code: "CORRUPT_RECORD", message: /seq is not a number/ });
+    expect(await redis.hgetall(key)).toEqual(before);
+    expect(await redis.exists(keys.events(run!.taskId))).toBe(0);
+    await redis.hset(key, "seq", "3", "hw:tool", "many");
+    await expect(log.append(run!.attempt, "scope=tool:1", ['{"type":"text"}'])).rejects.toMatchObject({
+      code: "CORRUPT_RECORD",
+      message: /hw:tool is not a number/,
+    });
+    expect(await redis.hget(key, "seq")).toBe("3");
+  });
+
+  it("requeue-4: a dead-lettered task whose record is corrupt is refused with CORRUPT_RECORD; the letter stays", async () => {
+    const queue = "pr-requeue";
+    const [run] = await running(queue, 1);
+    await store.settle(queue, "w", [
+      {
+        taskId: run!.taskId,
+        priority: "normal",
+        entryId: run!.entryId,
+        attempt: 1,
+        status: "FAILED",
+        agent: "a",
+        error: { code: "X", message: "no" },
+        deadReason: "no",
+      },
+    ]);
+    const [letter] = await broker.listDeadLetters(queue);
+    await redis.hset(keys.task(run!.taskId), "attempt", "one");
+    await expect(store.requeueDeadLetter({ queue, priority: "normal", id: letter!.id, taskId: run!.taskId })).rejects.toMatchObject({
+      code: "CORRUPT_RECORD",
+      message: /attempt is not a number/,
+    });
+    expect(await redis.hget(keys.task(run!.taskId), "status")).toBe("FAILED");
+    expect(await broker.listDeadLetters(queue)).toHaveLength(1);
+  });
+
+  it("create-8: a caller-chosen name held by a key that is no hash is taken; the rest of the batch is created", async () => {
+    const queue = "pr-create";
+    await redis.set(keys.task(`${queue}/held`), "x");
+    const { created } = await store.createMany(queue, [newTask(`${queue}/held`, { submitId: "s1" }), newTask(`${queue}/free`, { submitId: "s2" })]);
+    expect(created).toEqual([false, true]);
+    expect(await redis.hget(keys.task(`${queue}/free`), "status")).toBe("PENDING");
+  });
+});
+
+describe("a final outcome after earlier attempts (issue 13 item 8)", () => {
+  it("a task that completes after a failed attempt keeps no error nor retry time", async () => {
+    const queue = "pr-final";
+    const [run] = await running(queue, 1);
+    const settle = (status: "RETRYING" | "COMPLETED", attempt: number, entryId: string) =>
+      store.settle(queue, "w", [
+        {
+          taskId: run!.taskId,
+          priority: "normal",
+          entryId,
+          attempt,
+          status,
+          agent: "a",
+          ...(status === "RETRYING" ? { error: { code: "X", message: "first try failed" }, retryAt: Date.now() } : { result: "ok" }),
+        },
+      ]);
+    await settle("RETRYING", 1, run!.entryId);
+    expect(await redis.hmget(keys.task(run!.taskId), "error", "retryAt")).not.toContain(null);
+    const second = await store.start(run!.taskId, "w");
+    expect(second).toMatchObject({ kind: "run", attempt: 2 });
+    await settle("COMPLETED", 2, "");
+    expect(await redis.hmget(keys.task(run!.taskId), "status", "result", "error", "retryAt")).toEqual(["COMPLETED", '"ok"', null, null]);
+    expect((await store.get(run!.taskId))?.error).toBeUndefined();
+  });
+
+  it("a task that fails for good after a result was stored keeps no stale result", async () => {
+    const queue = "pr-final2";
+    const [run] = await running(queue, 1);
+    await store.settle(queue, "w", [
+      { taskId: run!.taskId, priority: "normal", entryId: run!.entryId, attempt: 1, status: "RETRYING", agent: "a", retryAt: Date.now() },
+    ]);
+    // A result left by an earlier attempt (a producer's or an older version's write).
+    await redis.hset(keys.task(run!.taskId), "result", '"stale"');
+    await store.start(run!.taskId, "w");
+    await store.settle(queue, "w", [
+      { taskId: run!.taskId, priority: "normal", entryId: "", attempt: 2, status: "FAILED", agent: "a", error: { code: "X", message: "no" } },
+    ]);
+    expect(await redis.hmget(keys.task(run!.taskId), "status", "result", "retryAt")).toEqual(["FAILED", null, null]);
   });
 });

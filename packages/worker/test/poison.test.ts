@@ -80,7 +80,7 @@ describe("poison messages", () => {
     ["taskId missing", (key) => h.redis.hdel(key, "taskId"), /taskId is missing/],
     ["unknown status", (key) => h.redis.hset(key, "status", "ZOMBIE"), /status is unknown/],
     ["garbage log", (key) => h.redis.hset(key, "log", "<<garbage>>"), /log is not a list of events/],
-    ["key not a hash", async (key) => (await h.redis.del(key), h.redis.set(key, "x")), /the key is not a hash/],
+    ["key not a hash", (key) => h.redis.multi().del(key).set(key, "x").exec(), /the key is not a hash/],
   ];
 
   it(`one worker serving ${badRecords.length} poisoned queues and 3 clean ones completes every good task; each bad one is dead-lettered and its waiter told`, async () => {

@@ -1,6 +1,16 @@
 import { createHash } from "node:crypto";
 import type { ChainableCommander, Redis } from "ioredis";
-import { ValidationError } from "../errors.ts";
+import { CorruptRecordError, ValidationError } from "../errors.ts";
+
+/** The error reply a script gives when a record it read cannot be trusted: `CORRUPT_RECORD <what>: <why>`, nothing written. */
+const CORRUPT_REPLY = /^CORRUPT_RECORD ([^:]+): (.*)$/s;
+
+/** A script's CORRUPT_RECORD error reply as the typed error; anything else as it was. */
+function typedScriptError(err: unknown): never {
+  const m = err instanceof Error ? CORRUPT_REPLY.exec(err.message) : null;
+  if (m) throw new CorruptRecordError(m[1]!, m[2]!);
+  throw err;
+}
 
 type ScriptCaller = Record<string, (...args: Array<string | number | Buffer>) => Promise<unknown>>;
 type ScriptQueuer = Record<string, (...args: Array<string | number | Buffer>) => ChainableCommander>;
@@ -54,7 +64,7 @@ export class LuaScript {
   run(redis: Redis, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
     this.install(redis);
     this.check(keys);
-    return (redis as unknown as ScriptCaller)[this.name]!(...keys, ...args);
+    return (redis as unknown as ScriptCaller)[this.name]!(...keys, ...args).catch(typedScriptError);
   }
 
   /** Queues the script on a pipeline (its Redis must have had `install` called before `pipeline()`). */

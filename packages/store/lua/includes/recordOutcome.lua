@@ -6,21 +6,33 @@
 --- @include "cancelWaiting"
 --- @include "countStat"
 --- @include "settleEntry"
+--- @include "recordFault"
 -- Records one attempt's outcome (COMPLETED, FAILED, CANCELLED or RETRYING) on its task record and
 -- settles its entry. Fenced: only the holder of the current attempt of a RUNNING task may write,
 -- so a late or stale writer can never overwrite a terminal status nor resurrect a finished task.
 -- A RETRYING attempt of a task whose cancel was requested ends it CANCELLED instead.
 -- `release` '1': a RETRYING that hands the task back unfinished and uses up no retry.
--- Adds to batch.settled { 'ok', status, deadLettered (0|1) } or { 'rejected', reason, currentStatus }.
+-- A final outcome after earlier attempts clears what they left that no longer applies: a COMPLETED
+-- task keeps no error, a FAILED one no result, neither a retry time.
+-- Adds to batch.settled { 'ok', status, deadLettered (0|1) }, { 'rejected', reason, currentStatus }
+-- or { 'rejected', 'corrupt', why } (the record cannot be trusted: see recordFault).
+local OUTCOME_FIELDS = { 'status', 'attempt', 'startedAt', 'cancelRequestedAt', 'cancelReason', 'taskId', 'agent', 'seq',
+  'log', 'retries' }
 local function recordOutcome(batch, lane, entryId, name, attempt, target, result, errText, retryAt, release, reason, usage)
   local key = batch.taskBase .. name
   local settled = batch.settled
   local function owned()
     return entryId ~= '' and ownedBy(batch.lanes[lane], batch.group, entryId, batch.consumer)
   end
+  local values = redis.pcall('HMGET', key, unpack(OUTCOME_FIELDS))
+  local fault = (values.err or values[1]) and recordFault(OUTCOME_FIELDS, values)
+  if fault then
+    -- Nothing written and the entry left pending: the worker takes the task out (failCorrupt-4.lua).
+    settled[#settled + 1] = { 'rejected', 'corrupt', fault }
+    return
+  end
   local current, recorded, startedAt, cancelRequestedAt, cancelReason, taskId, agent, seq, log, retries =
-    unpack(redis.call('HMGET', key, 'status', 'attempt', 'startedAt', 'cancelRequestedAt', 'cancelReason', 'taskId',
-      'agent', 'seq', 'log', 'retries'))
+    unpack(values, 1, #OUTCOME_FIELDS)
   if not current then
     if owned() then
       queueAck(batch, lane, entryId)
@@ -81,6 +93,9 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
   else
     fields[#fields + 1] = 'completedAt'
     fields[#fields + 1] = batch.now
+  end
+  if target ~= 'RETRYING' and tonumber(attempt) > 1 then
+    redis.call('HDEL', key, target == 'COMPLETED' and 'error' or 'result', 'retryAt')
   end
   hsetAll(key, fields, statusEvent(batch, target, taskId, attempt, agent, seq, log, extra, result))
   if isTerminal(target) then

@@ -1,3 +1,4 @@
+--- @include "recordFault"
 -- Numbers a batch of `count` events of a task, fenced: only while the task is RUNNING as `attempt`
 -- ('*': whichever attempt runs, for producers that outlive attempts, such as Temporal activities).
 -- `batchId` makes a resend harmless:
@@ -5,11 +6,17 @@
 --   'scope=<name>:<index of the first event>': the scope's events are numbered from 1, and those
 --   already published under it (its high-water mark, field hw:<name>) are dropped, so a retried
 --   producer does not repeat what readers already saw.
--- Returns -1 when fenced out; else the record's seq before the batch and how many leading events
+-- Returns -1 when fenced out; -2 and why when the record cannot be trusted (nothing written); else the record's seq before the batch and how many leading events
 -- of the batch to drop (count when there is nothing to write). Writes the new seq and the batch's
 -- bookkeeping in one HSET.
+local EVENT_SEQ_FIELDS = { 'status', 'attempt', 'lastBatch', 'seq' }
 local function reserveEventSeqs(key, attempt, batchId, count)
-  local status, running, lastBatch, seq = unpack(redis.call('HMGET', key, 'status', 'attempt', 'lastBatch', 'seq'))
+  local values = redis.pcall('HMGET', key, unpack(EVENT_SEQ_FIELDS))
+  local fault = recordFault(EVENT_SEQ_FIELDS, values)
+  if fault then
+    return -2, fault
+  end
+  local status, running, lastBatch, seq = unpack(values, 1, #EVENT_SEQ_FIELDS)
   if status ~= 'RUNNING' or (attempt ~= '*' and running ~= attempt) then
     return -1, 0
   end
@@ -19,7 +26,11 @@ local function reserveEventSeqs(key, attempt, batchId, count)
   local scope, first = string.match(batchId, '^scope=(.+):(%d+)$')
   if scope then
     field = 'hw:' .. scope
-    local high = tonumber(redis.call('HGET', key, field) or '0')
+    local mark = redis.call('HGET', key, field) or '0'
+    if not string.find(mark, '^%d+$') then
+      return -2, field .. ' is not a number'
+    end
+    local high = tonumber(mark)
     first = tonumber(first)
     skip = math.min(count, math.max(0, high - first + 1))
     mark = math.max(high, first + count - 1)
