@@ -9,6 +9,13 @@ import type { Readiness } from "./readiness.ts";
 /** Pause before claiming again after failure number 1, 2, …: 200 ms, doubling, at most 5 s. */
 const CLAIM_RETRY_BACKOFF: ExponentialBackoff = { baseMs: 100, maxMs: 5000 };
 
+/**
+ * Consumers silent for this many leases and holding nothing are forgotten (see pruneIdleConsumers),
+ * looked for every half of it. Forgetting a live consumer is harmless (its next read makes it again),
+ * so the margin only spares the group needless churn.
+ */
+const FORGET_CONSUMERS_AFTER_LEASES = 10;
+
 /** How long stop() tries UNBLOCK before it closes the blocking connection under the read. */
 const STOP_UNBLOCK_MS = 1000;
 
@@ -53,6 +60,7 @@ export class ClaimScheduler {
   private readonly reclaimCursors = new Map<string, string>();
   private nextReclaimAt = 0;
   private nextPromoteAt = 0;
+  private nextPruneAt = 0;
   private round = 0;
   /** Slots promised to claims in flight (made by settle calls), not yet filled. */
   private reserved = 0;
@@ -255,10 +263,15 @@ export class ClaimScheduler {
     this.nextPromoteAt = next;
   }
 
-  /** Takes over entries whose lease lapsed with their holder, scanning each lane's whole pending list over time. */
+  /**
+   * Takes over entries whose lease lapsed with their holder, scanning each lane's whole pending list
+   * over time. Each scan records this worker's lease for the queue: others take its entries only
+   * once they have been idle that long, whatever their own lease (see Broker.reclaim).
+   */
   private async reclaimLapsed(): Promise<void> {
     // Every half lease, with jitter so a fleet does not scan in step.
     this.nextReclaimAt = Date.now() + Math.floor((this.opts.leaseMs / 2) * (0.75 + Math.random() * 0.5));
+    if (Date.now() >= this.nextPruneAt) await this.pruneIdleConsumers();
     for (const priority of PRIORITIES) {
       for (const queue of this.opts.queues) {
         const free = this.freeSlots();
@@ -279,6 +292,23 @@ export class ClaimScheduler {
         }
         await this.startClaimed(taken, true);
       }
+    }
+  }
+
+  /**
+   * Forgets the consumers of workers that are gone (silent, holding nothing), so a group does not
+   * keep one consumer per worker id ever used. Best effort: a failure is logged and tried later.
+   */
+  private async pruneIdleConsumers(): Promise<void> {
+    const forgetAfterMs = this.opts.leaseMs * FORGET_CONSUMERS_AFTER_LEASES;
+    this.nextPruneAt = Date.now() + forgetAfterMs / 2;
+    try {
+      for (const queue of this.opts.queues) {
+        const forgotten = await this.deps.broker.pruneConsumers(queue, forgetAfterMs, this.opts.workerId);
+        if (forgotten > 0) this.deps.log.info("forgot consumers of workers that are gone", { queue, forgotten });
+      }
+    } catch (err) {
+      this.deps.log.warn("could not forget idle consumers; will retry", { err });
     }
   }
 
