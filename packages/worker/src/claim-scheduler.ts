@@ -206,12 +206,18 @@ export class ClaimScheduler {
     }
   }
 
-  /** Woken by a free slot, or when promotion or reclaiming falls due (settles then stop claiming, so slots free up for them). */
+  /**
+   * Woken by a free slot, or when promotion or reclaiming falls due (settles then stop claiming, so
+   * slots free up for them). Reclaiming already due needs a slot, not a timer: waking for it would
+   * spin until one frees.
+   */
   private async waitForSlot(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     await new Promise<void>((resolve) => {
       this.wakeUp = resolve;
-      timer = setTimeout(resolve, Math.max(1, Math.min(this.nextPromoteAt, this.nextReclaimAt) - Date.now()));
+      const now = Date.now();
+      const wakeAt = now >= this.nextReclaimAt ? this.nextPromoteAt : Math.min(this.nextPromoteAt, this.nextReclaimAt);
+      timer = setTimeout(resolve, Math.max(1, wakeAt - now));
     });
     clearTimeout(timer);
     this.wakeUp = undefined;
@@ -275,7 +281,11 @@ export class ClaimScheduler {
     for (const priority of PRIORITIES) {
       for (const queue of this.opts.queues) {
         const free = this.freeSlots();
-        if (free <= 0 || this.stopping) return;
+        if (free <= 0 || this.stopping) {
+          // Slots ran out with lanes still to scan: scan again as soon as one frees.
+          this.nextReclaimAt = Date.now();
+          return;
+        }
         const lane: Lane = { queue, priority };
         const { cursor, entries } = await this.deps.broker.reclaim(
           lane,
@@ -285,6 +295,9 @@ export class ClaimScheduler {
           this.reclaimCursors.get(laneKey(lane)) ?? "0-0",
         );
         this.reclaimCursors.set(laneKey(lane), cursor);
+        // The scan filled every free slot, so more may have lapsed (a killed worker leaves all its
+        // runs at once): lapsed runs take the next free slots before new work, not one batch per half lease.
+        if (entries.length >= free) this.nextReclaimAt = Date.now();
         // Our own entries, idle because renewals could not reach Redis: those runs are still ours.
         const taken = entries.filter((raw) => !this.deps.inFlight.has(raw, raw.entryId));
         for (const raw of taken) {
