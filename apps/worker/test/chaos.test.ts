@@ -13,7 +13,11 @@ const prefix = testPrefix("chaos");
 const redis = testRedis();
 const client = new FlotillaClient({ redis: redisUrl(), prefix });
 const live = new Set<ChildProcess>();
+const workerIds = new Map<ChildProcess, string>();
+/** When each killed worker died (ms), by worker id. */
+const killedAt = new Map<string, number>();
 let started = 0;
+const LEASE_MS = 1000;
 
 function startWorker(): ChildProcess {
   const child = spawn(process.execPath, ["--conditions=@flotilla/source", main], {
@@ -23,7 +27,7 @@ function startWorker(): ChildProcess {
       FLOTILLA_PREFIX: prefix,
       FLOTILLA_MODULE: module,
       FLOTILLA_CONCURRENCY: "8",
-      FLOTILLA_LEASE_MS: "1000",
+      FLOTILLA_LEASE_MS: String(LEASE_MS),
       FLOTILLA_HEARTBEAT_TTL_MS: "1500",
       FLOTILLA_WORKER_ID: `chaos-${++started}`,
       FLOTILLA_LOG_LEVEL: "error",
@@ -31,6 +35,7 @@ function startWorker(): ChildProcess {
     stdio: "ignore",
   });
   live.add(child);
+  workerIds.set(child, `chaos-${started}`);
   child.on("exit", () => live.delete(child));
   return child;
 }
@@ -87,6 +92,7 @@ describe("chaos", () => {
         const exited = new Promise((r) => victim.once("exit", r));
         victim.kill("SIGKILL");
         await exited;
+        killedAt.set(workerIds.get(victim)!, Date.now());
         kills++;
       }
       startWorker();
@@ -126,10 +132,19 @@ describe("chaos", () => {
     expect(Object.entries(runs).filter(([, n]) => n !== "1")).toEqual([]);
 
     // Each task's events: seq 1..n with no gap, the terminal event last, from the final attempt.
+    // Takeovers: from a killed worker's death to the next attempt's start (its RUNNING event's time).
     const broken: string[] = [];
+    const takeovers: number[] = [];
+    let takenFromLive = 0;
     for (const [i, { handle }] of handles.entries()) {
       const events: FlotillaEvent[] = [];
       for await (const e of handle.stream()) events.push(e);
+      for (const e of events) {
+        if (e.type !== "status" || e.status !== "running" || !e.takenOverFrom) continue;
+        const diedAt = killedAt.get(e.takenOverFrom);
+        if (diedAt === undefined) takenFromLive++;
+        else takeovers.push(Math.max(0, e.ts - diedAt));
+      }
       const last = events.at(-1);
       const gapFree = events.every((e, j) => e.seq === j + 1);
       const final = records[i]!;
@@ -143,7 +158,17 @@ describe("chaos", () => {
 
     // Nothing left behind in the queue.
     expect(await client.fleet.queueDepth("default")).toEqual({ waiting: 0, inFlight: 0, delayed: 0 });
-    console.log(JSON.stringify({ chaos: { tasks: TASKS, kills, reclaimed, workersStarted: started, outcomes: Object.fromEntries(outcomes) } }));
+    takeovers.sort((a, b) => a - b);
+    const at = (q: number) => takeovers[Math.min(takeovers.length - 1, Math.floor(q * takeovers.length))] ?? 0;
+    const takeover = { count: takeovers.length, p50: at(0.5), p95: at(0.95), max: takeovers.at(-1) ?? 0, fromLiveWorkers: takenFromLive };
+    console.log(
+      JSON.stringify({ chaos: { tasks: TASKS, kills, reclaimed, workersStarted: started, outcomes: Object.fromEntries(outcomes), takeoverMs: takeover } }),
+    );
+    // A killed worker's runs are taken over once their lease lapsed (LEASE_MS) and a live worker's
+    // next reclaim scan (every half lease, jittered to 0.625 of it) finds them with a free slot; the
+    // bound adds a scan's worth again and 2 s for a loaded 2-core machine (see README, "Takeover").
+    expect(takeover.count).toBeGreaterThan(0);
+    expect(takeover.max).toBeLessThan(LEASE_MS + 2 * LEASE_MS * 0.625 + 2000);
     for (const c of live) c.kill("SIGTERM");
   }, 200_000);
 });

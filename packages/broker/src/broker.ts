@@ -81,16 +81,35 @@ export class Broker {
   }
 
   /**
-   * Claims for `consumer` up to `count` entries of a lane whose lease lapsed (idle at least
-   * `minIdleMs`), scanning the pending list from `cursor`; returns the cursor to continue from
-   * ("0-0": it wrapped around).
+   * Claims for `consumer` up to `count` entries of a lane whose lease lapsed — idle for at least its
+   * holder's lease (as the holder recorded it) and at least `leaseMs`, this consumer's own lease,
+   * which is recorded for others to respect — scanning the pending list from `cursor`; returns the
+   * cursor to continue from ("0-0": it wrapped around).
    */
-  async reclaim(lane: Lane, consumer: string, minIdleMs: number, count: number, cursor = "0-0"): Promise<{ cursor: string; entries: RawEntry[] }> {
-    const [next, claimed] = (await this.redis.xautoclaim(this.stream(lane), CONSUMER_GROUP, consumer, minIdleMs, cursor, "COUNT", count)) as [
-      string,
-      Array<[string, string[] | null]>,
-    ];
+  async reclaim(lane: Lane, consumer: string, leaseMs: number, count: number, cursor = "0-0"): Promise<{ cursor: string; entries: RawEntry[] }> {
+    const [next, claimed] = (await scripts.reclaim.run(
+      this.redis,
+      [this.stream(lane), this.keys.leases(lane.queue)],
+      [CONSUMER_GROUP, consumer, leaseMs, count, cursor],
+    )) as [string, Array<[string, string[] | null]>];
     return { cursor: next, entries: claimed.map(([entryId, pairs]) => ({ ...lane, entryId, fields: pairsToObject(pairs) })) };
+  }
+
+  /**
+   * Forgets the consumers of `queue`'s lanes that hold no entry and have been silent for
+   * `minIdleMs` (workers that are gone), except `keep`; returns how many were forgotten.
+   */
+  async pruneConsumers(queue: string, minIdleMs: number, keep: string): Promise<number> {
+    const pipeline = this.redis.pipeline();
+    for (const priority of PRIORITIES) {
+      scripts.pruneConsumers.queue(pipeline, [this.keys.lane(queue, priority), this.keys.leases(queue)], [CONSUMER_GROUP, minIdleMs, keep]);
+    }
+    let forgotten = 0;
+    for (const [err, names] of (await pipeline.exec()) ?? []) {
+      if (err) throw err;
+      forgotten += (names as string[]).length;
+    }
+    return forgotten;
   }
 
   /** Moves due tasks of every lane of `queue` into their lanes; returns how many, and when the next is due. */

@@ -6,5 +6,7 @@ export const scripts = {
   deadLetter: new LuaScript(lua.deadLetter),
   makeGroups: new LuaScript(lua.makeGroups),
   promote: new LuaScript(lua.promote),
+  pruneConsumers: new LuaScript(lua.pruneConsumers),
+  reclaim: new LuaScript(lua.reclaim),
   renew: new LuaScript(lua.renew),
 } as const;

@@ -73,6 +73,44 @@ describe("Broker", () => {
     expect(owners.map(([, c]) => c)).toEqual(["old", "old", "new", "new", "new", "new", "new"]);
   });
 
+  it("takes an entry over only once it has been idle for its holder's lease, not merely the reclaimer's", async () => {
+    await broker.ensureGroup("mixed");
+    for (let i = 0; i < 4; i++) await broker.enqueue("mixed", `m${i}`);
+    const long = await broker.claim(blocking, "long", ["mixed"], 2, 100);
+    const anon = await broker.claim(blocking, "anon", ["mixed"], 2, 100);
+    // "long" runs with a 60 s lease and says so (every reclaim scan records the scanner's lease).
+    expect((await broker.reclaim(lane("mixed"), "long", 60_000, 10)).entries).toEqual([]);
+    expect(await redis.hget(keys.leases("mixed"), "long")).toBe("60000");
+    await new Promise((r) => setTimeout(r, 150));
+    // A worker with a 50 ms lease: the entries of "long" are idle past 50 ms but well inside its 60 s lease.
+    const taken = await broker.reclaim(lane("mixed"), "short", 50, 10);
+    expect(taken.entries.map((e) => e.entryId)).toEqual(anon.map((e) => e.entryId)); // "anon" recorded no lease: the reclaimer's own applies
+    const owners = (await redis.xpending(keys.queue("mixed"), CONSUMER_GROUP, "-", "+", 10)) as Array<[string, string]>;
+    expect(owners.map(([id, c]) => [id, c])).toEqual([...long.map((e) => [e.entryId, "long"]), ...anon.map((e) => [e.entryId, "short"])]);
+    // Once "long" is silent past its own lease, its entries go too.
+    await redis.hset(keys.leases("mixed"), "long", "100");
+    expect((await broker.reclaim(lane("mixed"), "short", 50, 10)).entries.map((e) => e.entryId)).toEqual(long.map((e) => e.entryId));
+  });
+
+  it("forgets consumers that hold nothing and have been silent, keeping busy, recent and its own", async () => {
+    await broker.ensureGroup("crowd");
+    for (let i = 0; i < 4; i++) await broker.enqueue("crowd", `c${i}`);
+    const claimOne = async (consumer: string) => (await broker.claim(blocking, consumer, ["crowd"], 1, 100))[0]!.entryId;
+    const settle = async (entryId: string) => redis.xack(keys.queue("crowd"), CONSUMER_GROUP, entryId);
+    await claimOne("busy"); // holds its entry
+    await settle(await claimOne("gone")); // ran one task, then went away
+    await settle(await claimOne("me"));
+    await broker.reclaim(lane("crowd"), "gone", 1000, 1); // records its lease
+    await new Promise((r) => setTimeout(r, 200));
+    await settle(await claimOne("recent"));
+    expect(await broker.pruneConsumers("crowd", 150, "me")).toBe(1);
+    const consumers = (await redis.xinfo("CONSUMERS", keys.queue("crowd"), CONSUMER_GROUP)) as string[][];
+    expect(consumers.map((c) => c[1]).sort()).toEqual(["busy", "me", "recent"]);
+    expect(await redis.hexists(keys.leases("crowd"), "gone")).toBe(0);
+    // A lane without its group (Redis lost its data) has nothing to forget.
+    expect(await broker.pruneConsumers("never-made", 0, "me")).toBe(0);
+  });
+
   it("takes high before normal before low, and lets lower lanes go first when told to", async () => {
     await broker.ensureGroup("prio");
     for (const [i, p] of (["low", "normal", "high", "low", "high", "normal"] as const).entries()) await broker.enqueue("prio", `t${i}`, p);

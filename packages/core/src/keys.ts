@@ -65,6 +65,8 @@ export interface Keys {
   submitMarker(queue: string, batchId: string): string;
   /** String: which entries one claim call took, so a resend after a lost reply starts those again (broker). */
   claimMarker(queue: string, callId: string): string;
+  /** Hash: each consumer's lease (ms) on the queue, so a reclaimer waits out the holder's lease, not its own (broker). */
+  leases(queue: string): string;
   /** Hash: the queue's fleet statistics for the 5-second bucket holding `at` (ms): outcomes, wait-time buckets. */
   stats(queue: string, at: number): string;
   /** Stream: alert events (firing, resolved) that other processes can read. */
@@ -111,6 +113,7 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
     taskIndex: (q) => `${tagged("queue", q)}:tasks`,
     submitMarker: (q, id) => `${tagged("queue", q)}:batch:${id}`,
     claimMarker: (q, id) => `${tagged("queue", q)}:claim:${id}`,
+    leases: (q) => `${tagged("queue", q)}:leases`,
     stats: (q, at) => `${tagged("queue", q)}:stats:${Math.floor(at / STATS_BUCKET_MS)}`,
     queues: () => `${prefix}:queues`,
     alerts: () => `${prefix}:alerts`,

@@ -1,4 +1,5 @@
 import { DEFAULTS, type Keys, parseJsonOr } from "@flotilla/core";
+import { redisTime } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
 import { type WorkerRecord, WorkerRecordSchema } from "./schema.ts";
 
@@ -30,17 +31,23 @@ export interface FleetStatusOptions {
 export const deadAfter = (heartbeatTtlMs: number): number => Math.floor((heartbeatTtlMs * 2) / 3);
 
 /**
- * How many workers beat within the last `deadAfterMs`: one ZCOUNT, for a gauge every worker reads
- * often (getFleetStatus reads every record).
+ * How many workers beat within the last `deadAfterMs`: one ZCOUNT (after Redis's TIME), for a gauge
+ * every worker reads often (getFleetStatus reads every record).
  * @param deadAfterMs @default deadAfter(DEFAULTS.heartbeatTtlMs)
+ * @param now @default Redis's time: beats are stamped with it
  */
-export async function countLiveWorkers(redis: Redis, keys: Keys, deadAfterMs = deadAfter(DEFAULTS.heartbeatTtlMs), now = Date.now()): Promise<number> {
-  return redis.zcount(keys.workers(), now - deadAfterMs, "+inf");
+export async function countLiveWorkers(redis: Redis, keys: Keys, deadAfterMs = deadAfter(DEFAULTS.heartbeatTtlMs), now?: number): Promise<number> {
+  const at = now ?? (await redisTime(redis));
+  return redis.zcount(keys.workers(), at - deadAfterMs, "+inf");
 }
 
-/** Lists the fleet: live workers with their figures, and workers that stopped beating as dead. */
+/**
+ * Lists the fleet: live workers with their figures, and workers that stopped beating as dead. Beats
+ * are stamped and judged by Redis's clock (TIME), so neither the worker's clock nor the reader's
+ * matters: a live worker 30 s behind is not shown dead, one 30 s ahead does not outlive its beats.
+ */
 export async function getFleetStatus(redis: Redis, keys: Keys, options: FleetStatusOptions = {}): Promise<FleetStatus> {
-  const now = Date.now();
+  const now = await redisTime(redis);
   // ioredis 6 types ZRANGE's stop as a string.
   const rows = await redis.zrange(keys.workers(), 0, "-1", "WITHSCORES");
   const ids: string[] = [];
@@ -53,7 +60,8 @@ export async function getFleetStatus(redis: Redis, keys: Keys, options: FleetSta
   const workers: WorkerStatus[] = ids.map((workerId, i) => {
     const parsed = records[i] ? WorkerRecordSchema.safeParse(parseJsonOr(records[i], undefined)) : undefined;
     const record = parsed?.success ? parsed.data : undefined;
-    const lastBeat = record?.lastBeat ?? beats[i]!;
+    // The score is the beat's time on Redis's clock (see Heartbeat.beat); the record's copy is the same.
+    const lastBeat = beats[i]!;
     const threshold = options.deadAfterMs ?? deadAfter(record?.heartbeatTtlMs ?? DEFAULTS.heartbeatTtlMs);
     const alive = record !== undefined && now - lastBeat <= threshold;
     return { ...record, workerId, lastBeat, alive };

@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import { DEFAULTS, type Keys } from "@flotilla/core";
+import { redisTime } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
 import type { WorkerRecord } from "./schema.ts";
 
@@ -24,7 +25,8 @@ export class Heartbeat {
   private readonly keys: Keys;
   private readonly opts: HeartbeatOptions;
   private readonly ttlMs: number;
-  private readonly startedAt = Date.now();
+  /** Redis's time at the first beat. */
+  private startedAt: number | undefined;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(redis: Redis, keys: Keys, options: HeartbeatOptions) {
@@ -45,8 +47,13 @@ export class Heartbeat {
     this.timer.unref();
   }
 
+  /**
+   * Writes the record and the beat's time. The time is Redis's own (TIME), not this process's: a
+   * worker whose clock runs ahead or behind is still judged by the readers' one clock.
+   */
   async beat(): Promise<void> {
-    const now = Date.now();
+    const now = await redisTime(this.redis);
+    this.startedAt ??= now;
     const live = this.opts.snapshot();
     const record: WorkerRecord = {
       workerId: this.opts.workerId,

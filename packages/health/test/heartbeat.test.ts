@@ -1,6 +1,6 @@
 import { createKeys } from "@flotilla/core";
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { countLiveWorkers, getFleetStatus } from "../src/fleet.ts";
 import { Heartbeat } from "../src/heartbeat.ts";
 
@@ -119,6 +119,50 @@ describe("Heartbeat and getFleetStatus", () => {
     } finally {
       await heartbeat.stop().catch(() => {}); // its connection is gone: this only stops the timer
       await purgePrefix(redis, `${prefix}-cadence`);
+    }
+  });
+
+  it("stamps and judges beats by Redis's clock: a worker 30 s behind or ahead is live while it beats, dead once silent", async () => {
+    const k = createKeys(`${prefix}-skew`);
+    const real = Date.now.bind(Date);
+    const beatAs = async (workerId: string, skewMs: number) => {
+      // The beating process's clock is off by skewMs; the reader's is right.
+      const clock = vi.spyOn(Date, "now").mockImplementation(() => real() + skewMs);
+      try {
+        await new Heartbeat(redis, k, {
+          workerId,
+          queues: ["q"],
+          concurrency: 1,
+          ttlMs: 3000,
+          snapshot: () => ({ running: [], completed: 0, failed: 0 }),
+        }).beat();
+      } finally {
+        clock.mockRestore();
+      }
+    };
+    try {
+      await beatAs("behind", -30_000);
+      await beatAs("ahead", 30_000);
+      const fleet = await getFleetStatus(redis, k);
+      expect(fleet.workers.map((w) => [w.workerId, w.alive])).toEqual([
+        ["behind", true],
+        ["ahead", true],
+      ]);
+      expect(await countLiveWorkers(redis, k, 2000)).toBe(2);
+      // A reader whose own clock is 30 s ahead sees the same.
+      const readerClock = vi.spyOn(Date, "now").mockImplementation(() => real() + 30_000);
+      try {
+        expect((await getFleetStatus(redis, k)).live).toBe(2);
+        expect(await countLiveWorkers(redis, k, 2000)).toBe(2);
+      } finally {
+        readerClock.mockRestore();
+      }
+      // Silent past the threshold: dead, though its clock said it beat 30 s in the future.
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await getFleetStatus(redis, k, { deadAfterMs: 200 })).live).toBe(0);
+      expect(await countLiveWorkers(redis, k, 200)).toBe(0);
+    } finally {
+      await purgePrefix(redis, `${prefix}-skew`);
     }
   });
 

@@ -9,6 +9,13 @@ import type { Readiness } from "./readiness.ts";
 /** Pause before claiming again after failure number 1, 2, …: 200 ms, doubling, at most 5 s. */
 const CLAIM_RETRY_BACKOFF: ExponentialBackoff = { baseMs: 100, maxMs: 5000 };
 
+/**
+ * Consumers silent for this many leases and holding nothing are forgotten (see pruneIdleConsumers),
+ * looked for every half of it. Forgetting a live consumer is harmless (its next read makes it again),
+ * so the margin only spares the group needless churn.
+ */
+const FORGET_CONSUMERS_AFTER_LEASES = 10;
+
 /** How long stop() tries UNBLOCK before it closes the blocking connection under the read. */
 const STOP_UNBLOCK_MS = 1000;
 
@@ -53,6 +60,7 @@ export class ClaimScheduler {
   private readonly reclaimCursors = new Map<string, string>();
   private nextReclaimAt = 0;
   private nextPromoteAt = 0;
+  private nextPruneAt = 0;
   private round = 0;
   /** Slots promised to claims in flight (made by settle calls), not yet filled. */
   private reserved = 0;
@@ -198,12 +206,18 @@ export class ClaimScheduler {
     }
   }
 
-  /** Woken by a free slot, or when promotion or reclaiming falls due (settles then stop claiming, so slots free up for them). */
+  /**
+   * Woken by a free slot, or when promotion or reclaiming falls due (settles then stop claiming, so
+   * slots free up for them). Reclaiming already due needs a slot, not a timer: waking for it would
+   * spin until one frees.
+   */
   private async waitForSlot(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     await new Promise<void>((resolve) => {
       this.wakeUp = resolve;
-      timer = setTimeout(resolve, Math.max(1, Math.min(this.nextPromoteAt, this.nextReclaimAt) - Date.now()));
+      const now = Date.now();
+      const wakeAt = now >= this.nextReclaimAt ? this.nextPromoteAt : Math.min(this.nextPromoteAt, this.nextReclaimAt);
+      timer = setTimeout(resolve, Math.max(1, wakeAt - now));
     });
     clearTimeout(timer);
     this.wakeUp = undefined;
@@ -275,14 +289,23 @@ export class ClaimScheduler {
     if (failed !== undefined) throw failed;
   }
 
-  /** Takes over entries whose lease lapsed with their holder, scanning each lane's whole pending list over time. */
+  /**
+   * Takes over entries whose lease lapsed with their holder, scanning each lane's whole pending list
+   * over time. Each scan records this worker's lease for the queue: others take its entries only
+   * once they have been idle that long, whatever their own lease (see Broker.reclaim).
+   */
   private async reclaimLapsed(): Promise<void> {
     // Every half lease, with jitter so a fleet does not scan in step.
     this.nextReclaimAt = Date.now() + Math.floor((this.opts.leaseMs / 2) * (0.75 + Math.random() * 0.5));
+    if (Date.now() >= this.nextPruneAt) await this.pruneIdleConsumers();
     for (const priority of PRIORITIES) {
       for (const queue of this.opts.queues) {
         const free = this.freeSlots();
-        if (free <= 0 || this.stopping) return;
+        if (free <= 0 || this.stopping) {
+          // Slots ran out with lanes still to scan: scan again as soon as one frees.
+          this.nextReclaimAt = Date.now();
+          return;
+        }
         const lane: Lane = { queue, priority };
         const { cursor, entries } = await this.deps.broker.reclaim(
           lane,
@@ -292,6 +315,9 @@ export class ClaimScheduler {
           this.reclaimCursors.get(laneKey(lane)) ?? "0-0",
         );
         this.reclaimCursors.set(laneKey(lane), cursor);
+        // The scan filled every free slot, so more may have lapsed (a killed worker leaves all its
+        // runs at once): lapsed runs take the next free slots before new work, not one batch per half lease.
+        if (entries.length >= free) this.nextReclaimAt = Date.now();
         // Our own entries, idle because renewals could not reach Redis: those runs are still ours.
         const taken = entries.filter((raw) => !this.deps.inFlight.has(raw, raw.entryId));
         for (const raw of taken) {
@@ -299,6 +325,23 @@ export class ClaimScheduler {
         }
         await this.startClaimed(taken, true);
       }
+    }
+  }
+
+  /**
+   * Forgets the consumers of workers that are gone (silent, holding nothing), so a group does not
+   * keep one consumer per worker id ever used. Best effort: a failure is logged and tried later.
+   */
+  private async pruneIdleConsumers(): Promise<void> {
+    const forgetAfterMs = this.opts.leaseMs * FORGET_CONSUMERS_AFTER_LEASES;
+    this.nextPruneAt = Date.now() + forgetAfterMs / 2;
+    try {
+      for (const queue of this.opts.queues) {
+        const forgotten = await this.deps.broker.pruneConsumers(queue, forgetAfterMs, this.opts.workerId);
+        if (forgotten > 0) this.deps.log.info("forgot consumers of workers that are gone", { queue, forgotten });
+      }
+    } catch (err) {
+      this.deps.log.warn("could not forget idle consumers; will retry", { err });
     }
   }
 

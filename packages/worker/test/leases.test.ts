@@ -64,6 +64,43 @@ describe("leases", () => {
     expect(stolen).toBe(0);
   });
 
+  it("in a fleet of different leases, a worker with a short lease never takes a live run from one with a long lease", async () => {
+    // The holder renews every third of its 6 s lease; the rival scans every half of its 300 ms lease.
+    const holder = await h.worker({ queues: ["mixed"], leaseMs: 6000, concurrency: 4 });
+    const ids = await Promise.all([1, 2, 3, 4].map((i) => h.submit(scripted(`slow-${i}`, { tokenDelayMs: 250 }), "a b c d e f g h i j", { queue: "mixed" })));
+    await waitFor(async () => (await Promise.all(ids.map((id) => h.store.get(id)))).every((r) => r?.status === "RUNNING"), {
+      what: "the runs to start on the holder",
+    });
+    const rival = await h.worker({ queues: ["mixed"], leaseMs: 300, concurrency: 4 });
+    let stolen = 0;
+    rival.on("task:started", () => stolen++);
+    for (const id of ids) {
+      // 2.5 s each: more than eight of the rival's leases.
+      expect(await h.until(id)).toMatchObject({ status: "COMPLETED", attempt: 1, workerId: holder.workerId });
+    }
+    expect(stolen).toBe(0);
+  });
+
+  it("forgets the consumers of workers that are gone, so the group does not keep one per worker id ever used", async () => {
+    const consumers = async () => {
+      const rows = (await h.redis.xinfo("CONSUMERS", h.keys.queue("churn"), CONSUMER_GROUP)) as string[][];
+      return rows.map((r) => r[1]).sort();
+    };
+    // Three workers each run a task and stop, as restarts leave them.
+    const gone: string[] = [];
+    for (const i of [1, 2, 3]) {
+      const w = await h.worker({ queues: ["churn"], leaseMs: 300 });
+      gone.push(w.workerId);
+      await h.until(await h.submit(scripted(`churn-${i}`), "x", { queue: "churn" }));
+      await h.stopWorkers({ workers: [w] });
+    }
+    expect(await consumers()).toEqual([...gone].sort());
+    // A live worker with a 300 ms lease forgets consumers silent for ten leases and holding nothing.
+    const live = await h.worker({ queues: ["churn"], leaseMs: 300 });
+    await h.until(await h.submit(scripted("churn-live"), "x", { queue: "churn" }));
+    await waitFor(async () => (await consumers()).join() === live.workerId, { what: "the gone workers' consumers to be forgotten", timeoutMs: 10_000 });
+  });
+
   /**
    * A worker whose attempt is held until the test lets it go, while its task is taken over at the
    * record (attempt 2 RUNNING elsewhere). Its entry stays its own, so its lease keeps renewing: only

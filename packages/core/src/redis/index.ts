@@ -1,5 +1,7 @@
 // @flotilla/core/redis: everything of core that talks to Redis — connections with their policies,
 // the Lua script runner and the shared subscriber connection.
+
+export { redisTime } from "./clock.ts";
 export {
   type ConnectionPolicy,
   type ConnectionRole,

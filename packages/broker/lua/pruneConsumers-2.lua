@@ -1,0 +1,39 @@
+--[[
+  Forgets the consumers of a lane that hold no entries and have been silent for `minIdleMs`: the
+  workers that used those ids are gone (a restarted worker comes back under a new id), and without
+  this the group keeps one consumer per worker id ever used. The check and the delete are one step,
+  so a consumer that took an entry in between is never deleted with it (DELCONSUMER drops a
+  consumer's pending entries). A live worker forgotten while idle is made again by its next read.
+
+  Input:
+    KEYS[1] lane
+    KEYS[2] the queue's leases (hash: consumer -> lease ms); a forgotten consumer's field goes too
+    ARGV[1] consumer group
+    ARGV[2] min idle (ms)
+    ARGV[3] a consumer to keep (the caller)
+
+  Returns:
+    the names of the consumers forgotten
+]]
+local lane, leases = KEYS[1], KEYS[2]
+local group, minIdle, keep = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local consumers = redis.pcall('XINFO', 'CONSUMERS', lane, group)
+if type(consumers) == 'table' and consumers.err then
+  -- No lane or no group (Redis lost its data): nothing to forget.
+  return {}
+end
+local forgotten = {}
+for _, info in ipairs(consumers) do
+  local c = {}
+  for i = 1, #info, 2 do
+    c[info[i]] = info[i + 1]
+  end
+  if c.name ~= keep and c.pending == 0 and c.idle >= minIdle then
+    redis.call('XGROUP', 'DELCONSUMER', lane, group, c.name)
+    forgotten[#forgotten + 1] = c.name
+  end
+end
+if #forgotten > 0 then
+  redis.call('HDEL', leases, unpack(forgotten))
+end
+return forgotten
