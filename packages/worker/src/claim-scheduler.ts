@@ -307,13 +307,18 @@ export class ClaimScheduler {
           return;
         }
         const lane: Lane = { queue, priority };
-        const { cursor, entries } = await this.deps.broker.reclaim(
-          lane,
-          this.opts.workerId,
-          this.opts.leaseMs,
-          free,
-          this.reclaimCursors.get(laneKey(lane)) ?? "0-0",
-        );
+        let scan: Awaited<ReturnType<Broker["reclaim"]>>;
+        try {
+          scan = await this.deps.broker.reclaim(lane, this.opts.workerId, this.opts.leaseMs, free, this.reclaimCursors.get(laneKey(lane)) ?? "0-0");
+        } catch (err) {
+          // NOGROUP: Redis lost its data; the loop makes every queue's groups again.
+          if (isMissingGroup(err)) throw err;
+          // One lane's failure (a key of the wrong type, say) must not stop the others being scanned.
+          this.deps.log.warn("reclaim scan of a lane failed; scanning the others", { queue, priority, err });
+          this.deps.onError(err);
+          continue;
+        }
+        const { cursor, entries } = scan;
         this.reclaimCursors.set(laneKey(lane), cursor);
         // The scan filled every free slot, so more may have lapsed (a killed worker leaves all its
         // runs at once): lapsed runs take the next free slots before new work, not one batch per half lease.

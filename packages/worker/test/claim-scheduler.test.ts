@@ -349,6 +349,29 @@ describe("ClaimScheduler", () => {
     expect(h.claimed).toHaveLength(1);
   });
 
+  it("goes on claiming from its other queues when one queue's claims and scans fail", async () => {
+    // The broken queue's lanes are keys of the wrong type (written by something else): every read
+    // of them fails, the claim and the reclaim scan alike, with WRONGTYPE rather than NOGROUP.
+    await broker.ensureGroup("broken");
+    for (const priority of ["high", "normal", "low"] as const) {
+      await redis.del(keys.lane("broken", priority));
+      await redis.set(keys.lane("broken", priority), "not a stream");
+    }
+    await broker.ensureGroup("sound");
+    await store.createMany("sound", [task("sound", "lapsed")]);
+    await broker.claim(redis, "dead-worker", ["sound"], 1, 100);
+    await store.createMany("sound", [task("sound", "new")]);
+    await new Promise((r) => setTimeout(r, 400));
+    const h = await scheduler({ queues: ["broken", "sound"], concurrency: 4, leaseMs: 300 });
+    await waitFor(async () => h.claimed.length === 2, { what: "the sound queue's tasks, new and lapsed" });
+    expect(h.claimed.map((c) => [c.reply.kind === "run" && c.reply.taskId, c.reclaimed]).sort()).toEqual([
+      ["sound/lapsed", true],
+      ["sound/new", false],
+    ]);
+    expect(h.errors.length).toBeGreaterThan(0);
+    expect(String(h.errors[0])).toMatch(/WRONGTYPE/);
+  });
+
   it("goes on claiming when a promotion fails, and says why", async () => {
     const lines: Array<{ level: string; fields: LogFields | undefined }> = [];
     const log = Object.fromEntries(
