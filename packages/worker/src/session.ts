@@ -78,6 +78,7 @@ export class WorkerSession {
       metrics,
       log,
       ended: (e) => listener.ended(e),
+      settling: (lane, entryId) => this.inFlight.markSettling(lane, entryId),
       deadLettered: (e) => {
         metrics.add(METRICS.deadLettered, 1, { queue: e.queue });
         listener.deadLettered(e);
