@@ -93,6 +93,7 @@ export class WorkerSession {
       cancels: this.cancels,
       metrics,
       backoff: options.backoff,
+      maxJsonDepth: options.maxJsonDepth,
       onDeadline: () => this.onDeadline,
       started: (taskId, attempt) => listener.started(taskId, attempt),
     });
