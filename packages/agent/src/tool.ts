@@ -3,6 +3,7 @@ import { type AgentSpec, ErrorCodes, FlotillaError, type JsonValue, toTaskError,
 import type { EventOf } from "@flotilla/events";
 import { z } from "zod";
 import { handoffDefinition, type ToolCall, type ToolOutput, unknownToolResult } from "./steps.ts";
+import { toolOutputOf } from "./tool-result.ts";
 
 export interface ToolContext {
   /** Aborted when the task is cancelled, times out or the worker shuts down. */
@@ -91,8 +92,8 @@ export async function runToolCall(tool: Tool | undefined, call: ToolCall, contex
     if (running) onProgress?.({ type: "progress", toolCallId: call.toolCallId, name: call.name, data: json });
   };
   try {
-    const result = await tool.execute(args.data, { ...ids, progress });
-    return { result: (result ?? null) as JsonValue, isError: false };
+    const result: unknown = await tool.execute(args.data, { ...ids, progress });
+    return toolOutputOf(call.name, result);
   } catch (err) {
     if (context.signal.aborted) throw context.signal.reason;
     if (err instanceof UnrecoverableError) throw err;

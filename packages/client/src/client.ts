@@ -98,7 +98,7 @@ export class FlotillaClient {
    */
   async submit<A extends AgentLike>(agent: A, input: JsonValue, options: SubmitOptions = {}): Promise<TaskHandle<ResultOf<A>>> {
     this.assertOpen();
-    const s = prepareSubmission(agent, input, options, this.options.maxPayloadBytes, Date.now());
+    const s = prepareSubmission(agent, input, options, this.options, Date.now());
     const redis = this.conn.redis;
     const attributes = { "flotilla.task_id": s.taskId, "flotilla.queue": s.options.queue, "flotilla.agent": s.agent.name };
     return withSpan("flotilla.submit", { kind: SpanKind.PRODUCER, attributes }, () =>
@@ -147,7 +147,7 @@ export class FlotillaClient {
     const prepared = items.map((item, i) => {
       try {
         if (item.options?.idempotencyKey !== undefined) throw ValidationError.of("options", "idempotencyKey", "not supported by submitMany");
-        return prepareSubmission(item.agent, item.input, item.options ?? {}, this.options.maxPayloadBytes, now);
+        return prepareSubmission(item.agent, item.input, item.options ?? {}, this.options, now);
       } catch (err) {
         if (!(err instanceof ValidationError)) throw err;
         throw new ValidationError(

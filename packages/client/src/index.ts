@@ -28,5 +28,5 @@ export type { DeadLettersClient } from "./dead-letters-client.ts";
 export { closeDefaultClient, type DistributedOptions, defaultFlotillaClient, distributed } from "./distributed.ts";
 export type { FleetClient, QueueDepth } from "./fleet-client.ts";
 export type { ClientOptions } from "./options.ts";
-export { type AgentLike, prepareSubmission, type Submission } from "./submission.ts";
+export { type AgentLike, prepareSubmission, type Submission, type SubmissionLimits } from "./submission.ts";
 export { type ResultOptions, type StreamOptions, TaskHandle } from "./task-handle.ts";

@@ -12,6 +12,11 @@ export interface ClientOptions {
   retention?: RetentionOptions;
   /** Largest accepted payload (agent + input) as JSON. @default 1_048_576 */
   maxPayloadBytes?: number;
+  /**
+   * Deepest nesting of objects and arrays accepted in a submit's agent, input and metadata; deeper
+   * is a ValidationError (nothing is written). Workers check what they read against their own. @default 128
+   */
+  maxJsonDepth?: number;
   /** How long to wait for Redis to answer before a ConnectionError. @default 5_000 */
   connectTimeoutMs?: number;
   /** Memory stores by name, for `conversations`; `redis` (this client's connection) is built in. @default { redis } */
@@ -25,6 +30,7 @@ export interface ResolvedClientOptions {
   prefix: string;
   retention: Retention;
   maxPayloadBytes: number;
+  maxJsonDepth: number;
   connectTimeoutMs: number;
   memory: Record<string, MemoryStore> | undefined;
   metrics: FlotillaMetrics;
@@ -37,6 +43,7 @@ export function resolveClientOptions(options: ClientOptions): ResolvedClientOpti
     prefix: options.prefix ?? DEFAULTS.prefix,
     retention: resolveRetention(options.retention),
     maxPayloadBytes: options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes,
+    maxJsonDepth: options.maxJsonDepth ?? DEFAULTS.maxJsonDepth,
     connectTimeoutMs: options.connectTimeoutMs ?? DEFAULTS.clientConnectTimeoutMs,
     memory: options.memory,
     metrics: options.metrics ?? defaultMetrics(),

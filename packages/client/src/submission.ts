@@ -1,5 +1,6 @@
 import {
   type AgentSpecInput,
+  checkJsonDepth,
   type JsonValue,
   JsonValueSchema,
   newId,
@@ -36,13 +37,26 @@ export interface Submission {
   options: ResolvedSubmitOptions;
 }
 
+/** The size limits of a submit (the client's options of the same names). */
+export interface SubmissionLimits {
+  maxPayloadBytes: number;
+  maxJsonDepth: number;
+}
+
 /**
  * Validates one submit and prepares what is written, with no I/O: `submit` and `submitMany` both go
  * through here, so they accept and refuse the same things with the same messages. A bad field is a
- * ValidationError naming it; so is a circular reference anywhere in the agent, options or input.
+ * ValidationError naming it; so is a circular reference anywhere in the agent, options or input,
+ * and nesting deeper than `maxJsonDepth` (checked first: every later check recurses per level).
  */
-export function prepareSubmission(agent: AgentLike, input: JsonValue, options: SubmitOptions, maxPayloadBytes: number, now: number): Submission {
+export function prepareSubmission(agent: AgentLike, input: JsonValue, options: SubmitOptions, limits: SubmissionLimits, now: number): Submission {
+  const { maxPayloadBytes, maxJsonDepth } = limits;
   const raw = serialise(agent);
+  checkJsonDepth(raw, maxJsonDepth, "agent");
+  checkJsonDepth((options as { metadata?: unknown } | null | undefined)?.metadata, maxJsonDepth, "metadata");
+  // The rest of the options (metadata is one level down in them): a backstop for fields zod refuses.
+  checkJsonDepth(options, maxJsonDepth + 1, "options");
+  checkJsonDepth(input, maxJsonDepth, "input");
   assertAcyclic(raw, "agent");
   assertAcyclic(options, "options");
   assertAcyclic(input, "input");

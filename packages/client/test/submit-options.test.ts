@@ -1,4 +1,4 @@
-import { CorruptRecordError, ErrorCodes, ValidationError } from "@flotilla/core";
+import { CorruptRecordError, ErrorCodes, type JsonValue, ValidationError } from "@flotilla/core";
 import { echo, redisUrl } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
@@ -17,6 +17,40 @@ describe("submit options", () => {
     expect(err).toBeInstanceOf(ValidationError);
     expect(err).toMatchObject({ field: "input" });
     await client.close();
+  });
+
+  it("refuses input, metadata or an agent nested deeper than maxJsonDepth with a ValidationError, writing nothing", async () => {
+    let deep: JsonValue = 1;
+    for (let i = 0; i < 5000; i++) deep = { a: deep };
+    const keysNow = async () => (await h.redis.keys(`${h.prefix}*`)).sort();
+    const client = h.client();
+    await client.submit(echo(), "warm-up"); // whatever a first submit writes once
+    const before = await keysNow();
+    const refusals = await Promise.all([
+      client.submit(echo(), deep).catch((e: unknown) => e),
+      client.submit(echo(), "x", { metadata: { deep } }).catch((e: unknown) => e),
+      client.submit({ ...echo().toJSON(), options: { deep } }, "x").catch((e: unknown) => e),
+      client
+        .submitMany([
+          { agent: echo(), input: "fine" },
+          { agent: echo(), input: deep },
+        ])
+        .catch((e: unknown) => e),
+    ]);
+    for (const [err, field] of refusals.map((e, i) => [e, ["input", "metadata", "agent", "items.1.input"][i]] as const)) {
+      expect(err).toBeInstanceOf(ValidationError);
+      expect(err).toMatchObject({ code: ErrorCodes.VALIDATION, field });
+      expect((err as Error).message).toMatch(/nested deeper than 128 levels/);
+    }
+    expect(await keysNow()).toEqual(before);
+    // The limit is the client's to set: 10 levels of metadata pass at 10, not at 9.
+    let metadata: JsonValue = 1;
+    for (let i = 0; i < 10; i++) metadata = { m: metadata };
+    await expect(h.client({ maxJsonDepth: 10 }).submit(echo(), "x", { metadata: metadata as Record<string, JsonValue> })).resolves.toBeDefined();
+    await expect(h.client({ maxJsonDepth: 9 }).submit(echo(), "x", { metadata: metadata as Record<string, JsonValue> })).rejects.toMatchObject({
+      code: ErrorCodes.VALIDATION,
+      field: "metadata",
+    });
   });
 
   it("delays a task by delayMs from its submit, or to runAt", async () => {

@@ -34,6 +34,12 @@ export const DEFAULTS = {
   maxSteps: 8,
   /** Largest accepted submit payload (agent + input) as JSON. */
   maxPayloadBytes: 1_048_576,
+  /**
+   * Deepest nesting of objects and arrays accepted in user JSON (a task's agent, input and metadata),
+   * at submit and when a worker reads a task. Far beyond what real inputs and JSON Schemas use (a
+   * few dozen levels at most), far below what recursive JSON code survives (a few thousand).
+   */
+  maxJsonDepth: 128,
 } as const;
 
 /** How long Flotilla keeps what it writes. A waiting task is kept until it runs; everything else expires or is trimmed. */

@@ -16,6 +16,8 @@ export const ErrorCodes = {
   UNKNOWN_AGENT: "UNKNOWN_AGENT",
   AGENT_ERROR: "AGENT_ERROR",
   TOOL_ERROR: "TOOL_ERROR",
+  /** A tool returned a value JSON cannot hold (a cycle, a throwing toJSON, too deep): the model gets an error result. */
+  TOOL_RESULT_INVALID: "TOOL_RESULT_INVALID",
   TIMEOUT: "TIMEOUT",
   CANCELLED: "CANCELLED",
   SHUTDOWN: "SHUTDOWN",

@@ -53,6 +53,16 @@ export function parseEvent(raw: unknown, taskId: string): FlotillaEvent {
   return parsed.data;
 }
 
+/** A live message of a task's channel as events, or undefined when it is not a valid event batch. */
+function parseLiveBatch(message: string, taskId: string): FlotillaEvent[] | undefined {
+  try {
+    const batch = JSON.parse(message) as unknown;
+    return Array.isArray(batch) ? batch.map((raw) => parseEvent(raw, taskId)) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Runs a read, riding out a dropped connection or a Redis restart for up to 30 s. */
 async function patiently<T>(redis: Redis, read: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   const giveUpAt = Date.now() + 30_000;
@@ -130,8 +140,8 @@ export async function readEvents(
  *
  * No gap and no duplicate: the task's channel and its queue's status channel are subscribed
  * *before* the stored events are read; live events at or below the last replayed seq are dropped;
- * a live event that skips a seq (a message lost to a reconnect) triggers a catch-up read, as does
- * every reconnect.
+ * a live event that skips a seq (a message lost to a reconnect) triggers a catch-up read, as do
+ * every reconnect and every live message that is not a valid event batch (skipped, never thrown).
  */
 export async function* streamEvents(
   sourceOrPromise: EventSource | Promise<EventSource>,
@@ -145,7 +155,6 @@ export async function* streamEvents(
   let last = options.after ?? 0;
   let live: FlotillaEvent[] = [];
   let needCatchUp = false;
-  let failure: unknown;
   let wake: (() => void) | undefined;
   const notify = () => {
     const w = wake;
@@ -154,12 +163,11 @@ export async function* streamEvents(
   };
 
   const onMessage = (message: string) => {
-    try {
-      const batch = JSON.parse(message) as unknown[];
-      for (const raw of batch) live.push(parseEvent(raw, taskId));
-    } catch (err) {
-      failure = err;
-    }
+    const batch = parseLiveBatch(message, taskId);
+    // Unreadable (not JSON, not a batch, an event that fails its schema): whoever sent it, the
+    // stream is the record, so the reader drops the whole message and reads the stream instead.
+    if (batch) live.push(...batch);
+    else needCatchUp = true;
     notify();
   };
 
@@ -194,7 +202,6 @@ export async function* streamEvents(
 
     for (;;) {
       if (signal?.aborted) return;
-      if (failure) throw failure;
       if (needCatchUp) {
         needCatchUp = false;
         const caught = await catchUp();
@@ -204,7 +211,7 @@ export async function* streamEvents(
       if (live.length === 0) {
         await new Promise<void>((resolve) => {
           wake = resolve;
-          if (live.length > 0 || needCatchUp || failure || signal?.aborted) notify();
+          if (live.length > 0 || needCatchUp || signal?.aborted) notify();
         });
         continue;
       }

@@ -139,12 +139,39 @@ describe("streamEvents, live", () => {
     expect(await next(stream, 2)).toEqual([3]);
   });
 
-  it("throws what it cannot read on the task's channel", async () => {
+  it("skips what it cannot read on the task's channel and fills from the stream: 1..N, no gap, ends at the terminal event", async () => {
     const taskId = await runningTask();
     const stream = streamEvents(source, taskId);
     expect(await next(stream, 1)).toEqual([1]);
-    await redis.publish(keys.eventsChannel(taskId), "garbled");
-    await expect(stream.next()).rejects.toThrow(SyntaxError);
+    // Each garbled message stands where a real one was: its event is stored, never announced readably.
+    const garbage = [
+      "garbled",
+      "null",
+      "{}",
+      "[1]",
+      JSON.stringify([{ type: "text", taskId }]),
+      JSON.stringify([text(taskId, 0), { ...text(taskId, 0), seq: "x" }]),
+    ];
+    const seen = [1];
+    let seq = 1;
+    for (const message of garbage) {
+      seq++;
+      await stored(taskId, [seq]);
+      await redis.publish(keys.eventsChannel(taskId), message);
+      // Nothing follows it: only a catch-up read can bring this event.
+      seen.push(...(await next(stream, 1)));
+      // A good event after the garbage, announced as usual.
+      seq++;
+      await stored(taskId, [seq]);
+      await announced(taskId, [seq]);
+      seen.push(...(await next(stream, 1)));
+    }
+    // Garbage that replaces nothing: the reader skips it and carries on.
+    await redis.publish(keys.eventsChannel(taskId), "{not json");
+    await finished(taskId, seq + 1);
+    seen.push(...(await next(stream, 100)));
+    expect(seen).toEqual(Array.from({ length: seq + 1 }, (_, i) => i + 1));
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
   });
 
   it("ends when the task's record is gone at a catch-up", async () => {

@@ -3,6 +3,8 @@ import type { CancelListener } from "@flotilla/cancel";
 import {
   type Backoff,
   backoffDelay,
+  checkJsonDepth,
+  DEFAULTS,
   ErrorCodes,
   isRetryable,
   type JsonValue,
@@ -49,6 +51,8 @@ export interface AttemptDeps {
   onDeadline: () => "release" | "cancel";
   /** An attempt started running. */
   started: (taskId: string, attempt: number) => void;
+  /** Deepest nesting accepted in a task's agent, input and metadata as read. @default DEFAULTS.maxJsonDepth */
+  maxJsonDepth?: number | undefined;
 }
 
 /**
@@ -84,8 +88,18 @@ export class AttemptRunner {
     let payload: { agent: RunnableSpec; input: JsonValue };
     let metadata: Record<string, JsonValue>;
     try {
-      payload = parseStored(TaskPayloadSchema, JSON.parse(start.payload), `payload of task ${taskId}`);
-      metadata = parseStored(MetadataSchema, parseJsonOr(start.metadata, null), `metadata of task ${taskId}`);
+      const rawPayload = JSON.parse(start.payload) as { agent?: unknown; input?: unknown } | null;
+      const rawMetadata = parseJsonOr(start.metadata, null);
+      // Before any recursive check: a record written straight into Redis may nest thousands of
+      // levels, where zod (and JSON.stringify) would throw a bare RangeError.
+      const maxDepth = this.deps.maxJsonDepth ?? DEFAULTS.maxJsonDepth;
+      if (typeof rawPayload === "object" && rawPayload !== null) {
+        checkJsonDepth(rawPayload.agent, maxDepth, "agent");
+        checkJsonDepth(rawPayload.input, maxDepth, "input");
+      }
+      checkJsonDepth(rawMetadata, maxDepth, "metadata");
+      payload = parseStored(TaskPayloadSchema, rawPayload, `payload of task ${taskId}`);
+      metadata = parseStored(MetadataSchema, rawMetadata, `metadata of task ${taskId}`);
     } catch (err) {
       return { agent: start.agent, error: { code: ErrorCodes.INVALID_PAYLOAD, message: toTaskError(err).message } };
     }

@@ -8,6 +8,11 @@ export interface Running {
   taskId: string;
   controller: AbortController;
   done: Promise<void>;
+  /**
+   * Its outcome (or dead letter) has been handed over to be written: from then on the entry may be
+   * acknowledged at any moment, so a renewal that finds it gone has not lost it.
+   */
+  settling: boolean;
 }
 
 export const laneKey = (lane: Lane): string => `${lane.queue}/${lane.priority}`;
@@ -42,7 +47,7 @@ export class InFlight {
   track(lane: Lane, entryId: string, taskId: string, work: (controller: AbortController) => Promise<void>, onError: (err: unknown) => void): void {
     const key = runKey(lane, entryId);
     const controller = new AbortController();
-    const running: Running = { lane, entryId, taskId, controller, done: Promise.resolve() };
+    const running: Running = { lane, entryId, taskId, controller, done: Promise.resolve(), settling: false };
     this.runs.set(key, running);
     running.done = work(controller)
       .catch(onError)
@@ -50,6 +55,12 @@ export class InFlight {
         this.runs.delete(key);
         this.onFreed();
       });
+  }
+
+  /** The entry's outcome is being written (see Running.settling); called before the write is sent. */
+  markSettling(lane: Lane, entryId: string): void {
+    const run = this.runs.get(runKey(lane, entryId));
+    if (run) run.settling = true;
   }
 
   /** Ids of the tasks being run. */

@@ -47,7 +47,10 @@ export class LeaseKeeper {
       }
       for (const entryId of lost) {
         const run = this.inFlight.get(lane, entryId);
-        if (!run) continue;
+        // Finished, or its outcome is being written: that write acknowledged the entry between the
+        // snapshot above and the renewal (no loss). Were it taken over meanwhile, the write is fenced
+        // on its attempt and the recorder says so; the run has nothing left to abort.
+        if (!run || run.settling) continue;
         // Another worker took the task over; or Redis lost its data (the entry went with its group).
         this.log.warn("lease lost: the entry is no longer ours", { queue: lane.queue, entryId, taskId: run.taskId });
         run.controller.abort(new AbortReason(ErrorCodes.STALE_ATTEMPT, "lease lost: another worker took the task over, or Redis lost it"));

@@ -105,6 +105,7 @@ export const WorkerOptionsSchema = z
     logger: shaped<Logger>(functions("debug", "info", "warn", "error")),
     metrics: shaped<FlotillaMetrics>(functions("add", "record")),
     gaugeIntervalMs: positive(),
+    maxJsonDepth: positive(),
   })
   .partial()
   .strict();

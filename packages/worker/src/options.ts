@@ -91,6 +91,12 @@ export interface WorkerOptions {
   logger?: Logger;
   /** Where task counts, durations, queue gauges and event figures go. @default defaultMetrics() */
   metrics?: FlotillaMetrics;
+  /**
+   * Deepest nesting of objects and arrays accepted in a task's agent, input and metadata when the
+   * worker reads it: a task nested deeper (written straight into Redis, or by a client with a higher
+   * limit) fails with code INVALID_PAYLOAD and is dead-lettered, never run. @default 128
+   */
+  maxJsonDepth?: number;
   /** How often the queue-depth and live-worker gauges are read from Redis. @default 5_000 */
   gaugeIntervalMs?: number;
 }
@@ -132,6 +138,7 @@ export interface ResolvedWorkerOptions {
   logger: Logger;
   metrics: FlotillaMetrics;
   gaugeIntervalMs: number;
+  maxJsonDepth: number;
 }
 
 /** The one place the Worker's defaults are applied (from DEFAULTS, shared with health and the worker app). */
@@ -164,6 +171,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     logger: o.logger ?? silentLogger,
     metrics: o.metrics ?? defaultMetrics(),
     gaugeIntervalMs: o.gaugeIntervalMs ?? DEFAULTS.gaugeIntervalMs,
+    maxJsonDepth: o.maxJsonDepth ?? DEFAULTS.maxJsonDepth,
   };
 }
 

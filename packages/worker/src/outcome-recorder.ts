@@ -14,6 +14,11 @@ export interface RecorderDeps {
   log: Logger;
   ended: (event: TaskEndEvent) => void;
   deadLettered: (event: DeadLetteredEvent) => void;
+  /**
+   * Called before an entry's outcome or dead letter is sent, as either may acknowledge it: the
+   * lease keeper then knows a renewal that finds the entry gone is no loss.
+   */
+  settling?: ((lane: Lane, entryId: string) => void) | undefined;
 }
 
 const COUNTERS = { COMPLETED: METRICS.completed, FAILED: METRICS.failed, CANCELLED: METRICS.cancelled, RETRYING: METRICS.retried } as const;
@@ -37,6 +42,7 @@ export class OutcomeRecorder {
     const error = outcome.error ?? { message: "failed", code: ErrorCodes.AGENT_ERROR };
     const deadReason =
       outcome.status === "FAILED" ? `failed after ${outcome.attempt} attempt${outcome.attempt === 1 ? "" : "s"}: [${error.code}] ${error.message}` : undefined;
+    this.deps.settling?.(lane, entryId);
     const finished = await this.deps.settler.settle(queue, { ...outcome, taskId, priority: lane.priority, entryId, deadReason });
     if (!finished.ok && finished.reason === "corrupt") {
       // The record went bad while the attempt ran: nothing was written, the entry is still ours.
@@ -95,6 +101,7 @@ export class OutcomeRecorder {
     extra?: Record<string, unknown>,
   ): Promise<void> {
     const { queue } = lane;
+    this.deps.settling?.(lane, entryId);
     const moved = await this.deps.broker.deadLetter(lane, entryId, this.deps.consumer, { reason, fields, taskId, ...(extra && { extra }) });
     if (!moved) {
       this.deps.log.warn("entry not dead-lettered: another worker holds it now", { queue, entryId, taskId });

@@ -79,6 +79,7 @@ export class WorkerSession {
       metrics,
       log,
       ended: (e) => listener.ended(e),
+      settling: (lane, entryId) => this.inFlight.markSettling(lane, entryId),
       deadLettered: (e) => {
         metrics.add(METRICS.deadLettered, 1, { queue: e.queue });
         listener.deadLettered(e);
@@ -93,6 +94,7 @@ export class WorkerSession {
       cancels: this.cancels,
       metrics,
       backoff: options.backoff,
+      maxJsonDepth: options.maxJsonDepth,
       onDeadline: () => this.onDeadline,
       started: (taskId, attempt) => listener.started(taskId, attempt),
     });

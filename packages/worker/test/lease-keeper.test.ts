@@ -1,11 +1,15 @@
 import type { Lane } from "@flotilla/broker";
 import { TestBroker } from "@flotilla/broker/testing";
-import { createKeys, ErrorCodes, type LogFields, type Logger } from "@flotilla/core";
+import { createKeys, DEFAULT_RETENTION, ErrorCodes, type LogFields, type Logger, silentLogger } from "@flotilla/core";
+import { FlotillaMetrics } from "@flotilla/metrics";
+import { newTask, TestTaskStore } from "@flotilla/store/testing";
 import { purgePrefix, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { AbortReason } from "../src/abort-reason.ts";
 import { InFlight } from "../src/in-flight.ts";
 import { LeaseKeeper } from "../src/lease-keeper.ts";
+import { OutcomeRecorder } from "../src/outcome-recorder.ts";
+import { Settler } from "../src/settler.ts";
 
 // The lease keeper on its own, against real Redis: entries claimed with the broker's test calls and
 // held in a real in-flight table; a run counts as running until its controller is aborted.
@@ -22,8 +26,11 @@ class FlakyBroker extends TestBroker {
   renewals = 0;
   failFor: string | undefined;
   extraLost: string[] = [];
+  /** Runs after the renewal's snapshot of the entries, before the renewal reaches Redis. */
+  beforeRenew: (() => Promise<void>) | undefined;
   override async renew(lane: Lane, consumer: string, entryIds: readonly string[]): Promise<string[]> {
     this.renewals++;
+    await this.beforeRenew?.();
     if (lane.queue === this.failFor) throw new Error(`renewal of ${lane.queue} refused`);
     return [...(await super.renew(lane, consumer, entryIds)), ...this.extraLost];
   }
@@ -77,6 +84,63 @@ describe("LeaseKeeper", () => {
     expect(reason.code).toBe(ErrorCodes.STALE_ATTEMPT);
     expect(reason.message).toMatch(/lease lost/);
     expect(lines).toEqual([{ level: "warn", message: expect.any(String), fields: { queue: "lk-a", entryId: taken.entryId, taskId: "lk-a/taken" } }]);
+  });
+
+  it("says nothing and aborts nothing for an entry whose outcome was written between the snapshot and the renewal; a real takeover still warns and aborts", async () => {
+    const broker = new FlakyBroker(redis, keys);
+    const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
+    const inFlight = new InFlight(() => {});
+    const { log, lines } = logger();
+    // The worker's own wiring: the recorder tells the in-flight table an outcome is on its way.
+    const recorder = new OutcomeRecorder({
+      settler: new Settler(store, "w1"),
+      broker,
+      consumer: "w1",
+      metrics: new FlotillaMetrics(),
+      log: silentLogger,
+      ended: () => {},
+      deadLettered: () => {},
+      settling: (lane, entryId) => inFlight.markSettling(lane, entryId),
+    });
+    const queue = "lk-e";
+    await broker.ensureGroup(queue);
+    await store.createMany(queue, [newTask(`${queue}/done`), newTask(`${queue}/taken`)]);
+    const runs = await store.claim(queue, "w1", 2);
+    const held = runs.map((run) => {
+      if (run.kind !== "run") throw new Error(`expected a run, got ${run.kind}`);
+      const lane: Lane = { queue, priority: run.priority };
+      let signal: AbortSignal | undefined;
+      // Its work is not over until the test says so: the settle's reply is still on its way.
+      inFlight.track(
+        lane,
+        run.entryId,
+        run.taskId,
+        (controller) => {
+          signal = controller.signal;
+          return new Promise<void>((resolve) => controller.signal.addEventListener("abort", () => resolve()));
+        },
+        () => {},
+      );
+      return { lane, run, signal: signal! };
+    });
+    const [done, taken] = held as [(typeof held)[0], (typeof held)[0]];
+    // Another worker takes the second entry over, as a reclaim after a lapsed lease does.
+    await redis.xclaim(keys.lane(queue, "normal"), "flotilla", "w2", 0, taken.run.entryId);
+    // The first one's outcome is written (and its entry acknowledged) after the snapshot, before the renewal.
+    broker.beforeRenew = async () => {
+      broker.beforeRenew = undefined;
+      await recorder.record(done.lane, done.run.entryId, done.run.taskId, { attempt: done.run.attempt, status: "COMPLETED", agent: "a", result: 1 });
+    };
+    await new LeaseKeeper(broker, inFlight, "w1", 60_000, log).renew();
+    expect(await redis.xpending(keys.lane(queue, "normal"), "flotilla", "-", "+", 10)).toEqual([
+      [taken.run.entryId, "w2", expect.any(Number), expect.any(Number)],
+    ]);
+    expect(done.signal.aborted).toBe(false);
+    expect(taken.signal.aborted).toBe(true);
+    expect((taken.signal.reason as AbortReason).code).toBe(ErrorCodes.STALE_ATTEMPT);
+    expect(lines).toEqual([
+      { level: "warn", message: "lease lost: the entry is no longer ours", fields: { queue, entryId: taken.run.entryId, taskId: taken.run.taskId } },
+    ]);
   });
 
   it("goes on with the other lanes when one lane's renewal fails, and ignores lost entries it no longer runs", async () => {

@@ -31,6 +31,8 @@ function setup() {
   const deadLettered: DeadLetteredEvent[] = [];
   const metrics = new FlotillaMetrics();
   const settler = new Settler(store, "w", { claim: () => undefined, started: () => {} });
+  /** Each `settling` call, with whether the entry was still pending for "w" when it came. */
+  const settling: Array<Promise<[string, boolean]>> = [];
   const recorder = new OutcomeRecorder({
     settler,
     broker,
@@ -40,8 +42,13 @@ function setup() {
     log,
     ended: (e) => void ended.push(e),
     deadLettered: (e) => void deadLettered.push(e),
+    settling: (lane, entryId) => {
+      // Queued on the connection now, so Redis answers it before the write that follows.
+      const pending = redis.xpending(keys.lane(lane.queue, lane.priority), "flotilla", entryId, entryId, 1, "w") as Promise<unknown[]>;
+      settling.push(pending.then((rows) => [entryId, rows.length === 1]));
+    },
   });
-  return { recorder, lines, ended, deadLettered, metrics };
+  return { recorder, lines, ended, deadLettered, metrics, settling };
 }
 
 /** A task of `queue` started by consumer "w": its lane, entry and attempt. */
@@ -130,5 +137,18 @@ describe("OutcomeRecorder", () => {
     expect(s.deadLettered).toHaveLength(1);
     expect(s.lines).toEqual([{ level: "warn", fields: { queue: "or-e", entryId: u.entryId, taskId: u.taskId } }]);
     expect(await broker.listDeadLetters("or-e")).toHaveLength(1);
+  });
+
+  it("says an entry's outcome or dead letter is on its way before the write that acknowledges it", async () => {
+    const s = setup();
+    const t = await started("or-f", "done");
+    await s.recorder.record(t.lane, t.entryId, t.taskId, { attempt: t.attempt, status: "COMPLETED", agent: "ag", result: 1 });
+    const u = await started("or-f", "unrunnable");
+    await s.recorder.deadLetter(u.lane, u.entryId, "record not found", { task: "unrunnable" }, u.taskId);
+    expect(await Promise.all(s.settling)).toEqual([
+      [t.entryId, true],
+      [u.entryId, true],
+    ]);
+    expect(await redis.xpending(keys.lane("or-f", t.lane.priority), "flotilla")).toEqual([0, null, null, null]);
   });
 });

@@ -17,6 +17,10 @@ const badEntries: Array<[string, string[], RegExp]> = [
   ["id of a task that does not exist", ["task", "ghost-task"], /task record not found/],
 ];
 
+/** JSON text of `levels` objects inside each other (JSON.stringify itself overflows the stack on such a value). */
+const deepJson = (levels: number) => `${'{"a":'.repeat(levels)}1${"}".repeat(levels)}`;
+const tooDeep = /INVALID_PAYLOAD.*nested deeper than 128 levels/;
+
 /** Records whose payload or metadata no worker can run: [name, stored payload, field named in the reason]. */
 const badPayloads: Array<[string, string, RegExp, Record<string, string>?]> = [
   ["payload not JSON", "{not json", /INVALID_PAYLOAD.*JSON/],
@@ -31,6 +35,10 @@ const badPayloads: Array<[string, string, RegExp, Record<string, string>?]> = [
   ["no input", payload({ agent }), /INVALID_PAYLOAD.*input/],
   ["unknown payload field", payload({ agent, input: "x", eval: "1+1" }), /INVALID_PAYLOAD/],
   ["metadata not JSON", payload({ agent, input: "x" }), /INVALID_PAYLOAD.*metadata/, { metadata: "{oops" }],
+  ["input nested 5,000 levels", `{"agent":${JSON.stringify(agent)},"input":${deepJson(5000)}}`, tooDeep],
+  ["agent options nested 5,000 levels", `{"agent":${JSON.stringify({ ...agent, options: "@" }).replace('"@"', deepJson(5000))},"input":"x"}`, tooDeep],
+  ["metadata nested 5,000 levels", payload({ agent, input: "x" }), tooDeep, { metadata: deepJson(5000) }],
+  ["input nested 129 levels", `{"agent":${JSON.stringify(agent)},"input":${deepJson(129)}}`, tooDeep],
 ];
 
 describe("poison messages", () => {

@@ -34,6 +34,7 @@ describe("resolveWorkerOptions", () => {
       retention: DEFAULT_RETENTION,
       logger: silentLogger,
       gaugeIntervalMs: DEFAULTS.gaugeIntervalMs,
+      maxJsonDepth: DEFAULTS.maxJsonDepth,
     });
     expect(o.workerId).toMatch(new RegExp(`^${hostname().replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}-${process.pid}-\\w{6}$`));
     expect(resolveWorkerOptions({}).workerId).not.toBe(o.workerId);
@@ -56,6 +57,7 @@ describe("resolveWorkerOptions", () => {
       connectTimeoutMs: 40,
       logger: { ...silentLogger },
       gaugeIntervalMs: 60,
+      maxJsonDepth: 16,
     };
     const o = resolveWorkerOptions({ ...given, retention: { recordTtlMs: 1234 } });
     expect(o).toMatchObject({ ...given, retention: { ...DEFAULT_RETENTION, recordTtlMs: 1234 } });
@@ -83,6 +85,7 @@ describe("resolveWorkerOptions", () => {
     ["promoteIntervalMs", { promoteIntervalMs: 0 }, "must be a positive integer"],
     ["connectTimeoutMs", { connectTimeoutMs: 0 }, "must be a positive integer"],
     ["gaugeIntervalMs", { gaugeIntervalMs: 0 }, "must be a positive integer"],
+    ["maxJsonDepth", { maxJsonDepth: 0 }, "must be a positive integer"],
     ["leaseMs", { leaseMs: 299 }, "must be at least 300"],
     ["leaseMs", { leaseMs: Number.NaN }, "expected number"],
     ["fairnessEvery", { fairnessEvery: -1 }, "must be 0 (strict priority) or an integer of at least 2"],

@@ -95,6 +95,50 @@ describe("tool and model outcomes through a worker", () => {
   });
 });
 
+describe("tool results JSON cannot hold, through a worker", () => {
+  const h = useFlotilla("tool-results-json");
+  const cyclic: Record<string, unknown> = { name: "loop" };
+  cyclic.self = cyclic;
+  /** Tools that return what their type forbids: [name, what it returns, its tool_result as stored]. */
+  const returns: Array<[string, () => unknown, { result: unknown; isError: boolean }]> = [
+    ["a_function", () => () => "hi", { result: null, isError: false }],
+    ["a_symbol", () => Symbol("s"), { result: null, isError: false }],
+    ["a_bigint", () => 2n ** 70n, { result: "1180591620717411303424", isError: false }],
+    ["undefined", () => undefined, { result: null, isError: false }],
+    ["a_date", () => new Date(0), { result: "1970-01-01T00:00:00.000Z", isError: false }],
+    [
+      "a_mix",
+      () => ({ fn: () => 1, sym: Symbol("s"), big: 1n, list: [undefined, () => 1], n: Number.NaN }),
+      { result: { big: "1", list: [null, null], n: null }, isError: false },
+    ],
+    ["a_cycle", () => cyclic, { result: expect.stringMatching(/^\[TOOL_RESULT_INVALID\] tool "a_cycle" returned a value that is not JSON/), isError: true }],
+    [
+      "a_bad_tojson",
+      () => ({
+        toJSON: () => {
+          throw new Error("cannot");
+        },
+      }),
+      { result: expect.stringMatching(/^\[TOOL_RESULT_INVALID\] tool "a_bad_tojson" .*cannot/), isError: true },
+    ],
+  ];
+  const tools = Object.fromEntries(
+    returns.map(([name, value]) => [name, defineTool({ name, description: `returns ${name}`, inputSchema: z.object({}), execute: value as () => JsonValue })]),
+  );
+
+  it("stores every result as JSON (or a TOOL_RESULT_INVALID error result): the task completes and stream() replays every event through the terminal one", async () => {
+    await h.worker({ tools, queues: ["odd-results"] });
+    const agent = scripted("odd", { toolCalls: returns.map(([name]) => ({ name, args: {} })), reply: "done" }, { tools: returns.map(([name]) => name) });
+    const handle = await h.client().submit(agent, "go", { queue: "odd-results", detailed: true });
+    expect(await handle.result()).toMatchObject({ text: "done" });
+    const events = await collect(handle.stream());
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.at(-1)).toMatchObject({ type: "status", status: "completed" });
+    const results = events.flatMap((e) => (e.type === "tool_result" ? [e] : []));
+    expect(results).toEqual(returns.map(([name, , stored]) => expect.objectContaining({ name, ...stored })));
+  });
+});
+
 describe("a tool's progress through a worker", () => {
   const h = useFlotilla("tool-progress");
   const crawl = defineTool({
