@@ -94,6 +94,7 @@ describe("LeaseKeeper", () => {
     // The worker's own wiring: the recorder tells the in-flight table an outcome is on its way.
     const recorder = new OutcomeRecorder({
       settler: new Settler(store, "w1"),
+      store,
       broker,
       consumer: "w1",
       metrics: new FlotillaMetrics(),
