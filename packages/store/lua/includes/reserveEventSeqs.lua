@@ -26,11 +26,11 @@ local function reserveEventSeqs(key, attempt, batchId, count)
   local scope, first = string.match(batchId, '^scope=(.+):(%d+)$')
   if scope then
     field = 'hw:' .. scope
-    local mark = redis.call('HGET', key, field) or '0'
-    if not string.find(mark, '^%d+$') then
+    local stored = redis.call('HGET', key, field) or '0'
+    if not string.find(stored, '^%d+$') then
       return -2, field .. ' is not a number'
     end
-    local high = tonumber(mark)
+    local high = tonumber(stored)
     first = tonumber(first)
     skip = math.min(count, math.max(0, high - first + 1))
     mark = math.max(high, first + count - 1)
