@@ -9,7 +9,7 @@
     ARGV[2] entry id
     ARGV[3] reason
     ARGV[4] the entry's fields (JSON)
-    ARGV[5] now (ms)
+    ARGV[5] now (ms; '' for Redis's clock)
     ARGV[6] task id, or ''
     ARGV[7] dead letters kept (approximate trim)
     ARGV[8] extra (JSON: lane, attempts, last error)
@@ -18,6 +18,7 @@
   Returns:
     1 moved; 0 the entry is not this consumer's (another worker holds it now)
 ]]
+--- @include "redisNow"
 --- @include "ownedBy"
 --- @include "addDeadLetter"
 local lane, deadLetters = KEYS[1], KEYS[2]
@@ -25,7 +26,7 @@ local group, entryId, reason, fields, now, taskId, maxLen, extra, consumer = unp
 if not ownedBy(lane, group, entryId, consumer) then
   return 0
 end
-addDeadLetter(deadLetters, maxLen, entryId, reason, fields, now, taskId, extra)
+addDeadLetter(deadLetters, maxLen, entryId, reason, fields, redisNow(now), taskId, extra)
 redis.call('XACK', lane, group, entryId)
 redis.call('XDEL', lane, entryId)
 return 1

@@ -112,19 +112,23 @@ export class Broker {
     return forgotten;
   }
 
-  /** Moves due tasks of every lane of `queue` into their lanes; returns how many, and when the next is due. */
-  async promote(queue: string, now = Date.now(), max = 1000): Promise<{ moved: number; nextDueAt: number | undefined }> {
+  /**
+   * Moves due tasks of every lane of `queue` into their lanes (due by Redis's clock, unless a test
+   * fixes `now`); returns how many, and when the next is due on this process's clock.
+   */
+  async promote(queue: string, now?: number, max = 1000): Promise<{ moved: number; nextDueAt: number | undefined }> {
     const pipeline = this.redis.pipeline();
     for (const priority of PRIORITIES) {
-      scripts.promote.queue(pipeline, [this.keys.lane(queue, priority), this.keys.delayed(queue, priority)], [now, max, CONSUMER_GROUP]);
+      scripts.promote.queue(pipeline, [this.keys.lane(queue, priority), this.keys.delayed(queue, priority)], [now ?? "", max, CONSUMER_GROUP]);
     }
     let moved = 0;
     let nextDueAt: number | undefined;
     for (const [err, reply] of (await pipeline.exec()) ?? []) {
       if (err) throw err;
-      const [n, next] = reply as [number, string];
+      // The script answers a delay: this process's clock may differ from Redis's.
+      const [n, dueIn] = reply as [number, string | number];
       moved += n;
-      if (next) nextDueAt = Math.min(nextDueAt ?? Number.POSITIVE_INFINITY, Number(next));
+      if (dueIn !== "") nextDueAt = Math.min(nextDueAt ?? Number.POSITIVE_INFINITY, (now ?? Date.now()) + Number(dueIn));
     }
     return { moved, nextDueAt };
   }
@@ -148,7 +152,7 @@ export class Broker {
         entryId,
         input.reason,
         JSON.stringify(input.fields),
-        Date.now(),
+        "", // now: Redis's clock
         input.taskId ?? "",
         this.deadLetterMaxLen,
         JSON.stringify({ ...input.extra, priority: lane.priority }),

@@ -7,7 +7,7 @@
     KEYS[1] task record
     KEYS[2] statistics bucket of the task's queue
     ARGV[1] reason
-    ARGV[2] now (ms)
+    ARGV[2] now (ms; '' for Redis's clock)
     ARGV[3] recordTtlMs
     ARGV[4] cancel channel
     ARGV[5] status channel of the task's queue
@@ -21,7 +21,7 @@
 --- @include "@flotilla/store/finish"
 local record, statsKey = KEYS[1], KEYS[2]
 local reason, now, recordTtlMs, cancelChannel, statusChannel = unpack(ARGV, 1, 5)
-local batch = newBatch({}, '', '', tonumber(now), '', recordTtlMs)
+local batch = newBatch({}, '', '', now, '', recordTtlMs)
 local outcome, status, taskId = requestCancel(batch, record, reason)
 if outcome == 'corrupt' then
   return redis.error_reply('CORRUPT_RECORD task record: ' .. status)

@@ -20,13 +20,14 @@ export async function requestCancel(
   retention: Retention,
   taskId: string,
   reason = "cancelled by request",
-  now = Date.now(),
+  /** A fixed time (tests); @default Redis's clock */
+  now?: number,
 ): Promise<CancelOutcome> {
   const { queue } = splitTaskId(taskId);
   const reply = (await scripts.cancel.run(
     redis,
-    [keys.task(taskId), keys.stats(queue, now)],
-    [reason, now, retention.recordTtlMs, keys.cancelChannel(), keys.statusChannel(queue)],
+    [keys.task(taskId), keys.stats(queue, now ?? Date.now())],
+    [reason, now ?? "", retention.recordTtlMs, keys.cancelChannel(), keys.statusChannel(queue)],
   )) as [CancelOutcome["outcome"], string];
   return { outcome: reply[0], status: (reply[1] || undefined) as TaskStatus | undefined };
 }

@@ -270,14 +270,14 @@ export class FlotillaClient {
       queue: o.queue,
       agent: s.agent.name,
       payload: s.payload,
-      createdAt: s.createdAt,
       detailed: o.detailed,
       maxRetries: o.maxRetries,
       maxDeliveries: o.maxDeliveries,
       timeoutMs: o.timeoutMs,
       metadata: o.metadata,
       backoff: o.backoff,
-      runAt: s.runAt,
+      // A delay from now: the due time is set on Redis's clock.
+      delayMs: s.runAt === undefined ? undefined : s.runAt - s.createdAt,
       priority: o.priority,
       trace: traceOf(),
     };

@@ -7,7 +7,7 @@
     KEYS[1..3] the queue's lanes: high, normal, low
     KEYS[4] claim marker (unique to this call: a resend starts the same entries again)
     KEYS[5] statistics bucket
-    ARGV[1..6] the call: consumer group, consumer, now (ms), task key base, recordTtlMs, status channel
+    ARGV[1..6] the call: consumer group, consumer, now (ms; '' for Redis's clock), task key base, recordTtlMs, status channel
     ARGV[7] count
     ARGV[8] lane order (e.g. '1,2,3': high, normal, low)
 
@@ -20,7 +20,7 @@
 --- @include "startNewEntries"
 --- @include "finish"
 local group, consumer, now, taskBase, recordTtlMs, statusChannel, count, order = unpack(ARGV, 1, 8)
-local batch = newBatch({ KEYS[1], KEYS[2], KEYS[3] }, group, consumer, tonumber(now), taskBase, recordTtlMs)
+local batch = newBatch({ KEYS[1], KEYS[2], KEYS[3] }, group, consumer, now, taskBase, recordTtlMs)
 startNewEntries(batch, tonumber(count), order, KEYS[4])
 finish(batch, KEYS[5], statusChannel)
 if batch.noGroup and #batch.replies == 0 then

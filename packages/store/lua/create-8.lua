@@ -13,19 +13,20 @@
     ARGV[1] queue
     ARGV[2] task key base (a task's key is base .. name)
     ARGV[3] event stream key base
-    ARGV[4] createdAt (ms)
+    ARGV[4] createdAt: now (ms; '' for Redis's clock)
     ARGV[5] trim the index to this many names (0: no trim)
     ARGV[6] useMarker (0 | 1)
     ARGV[7] consumer group
     ARGV[8..] per task (13): name, agent, payload, detailed, maxRetries, timeoutMs, metadata,
-      maxDeliveries, backoff, runAt, lane, submitId, trace
-      (lane: 1 high, 2 normal, 3 low; '' for an optional field left out; trace: W3C carrier JSON)
+      maxDeliveries, backoff, runIn, lane, submitId, trace
+      (runIn: ms from now to its start, on Redis's clock; lane: 1 high, 2 normal, 3 low; '' for an optional field left out; trace: W3C carrier JSON)
 
   Returns:
     a string of '1' (created) and '0' (name taken), one per task, then '+' when the queue's lanes
     were missing and the call made them, with their consumer group (Redis lost its data, or the
     queue is new): the caller registers the queue again
 ]]
+--- @include "@flotilla/broker/redisNow"
 --- @include "@flotilla/broker/enqueueEntry"
 --- @include "@flotilla/broker/delayEntry"
 local SUBMIT_MARKER_TTL_MS = 600000
@@ -34,6 +35,7 @@ local lanes = { KEYS[1], KEYS[2], KEYS[3] }
 local delayed = { KEYS[4], KEYS[5], KEYS[6] }
 local index, marker = KEYS[7], KEYS[8]
 local queue, taskBase, streamBase, now, trimTo, useMarker, group = unpack(ARGV, 1, 7)
+now = redisNow(now)
 if useMarker == '1' then
   local done = redis.call('GET', marker)
   if done then
@@ -50,8 +52,9 @@ end
 local created = {}
 local lanesMade = false
 for i = 8, #ARGV, WIDTH do
-  local name, agent, payload, detailed, maxRetries, timeoutMs, metadata, maxDeliveries, backoff, runAt, lane,
+  local name, agent, payload, detailed, maxRetries, timeoutMs, metadata, maxDeliveries, backoff, runIn, lane,
     submitId, trace = unpack(ARGV, i, i + WIDTH - 1)
+  local runAt = runIn ~= '' and now + (tonumber(runIn) or 0) or ''
   local key = taskBase .. name
   local outcome = '1'
   if submitId ~= '' and redis.call('EXISTS', key) == 1 then

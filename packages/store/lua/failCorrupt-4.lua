@@ -15,7 +15,7 @@
     ARGV[2] consumer
     ARGV[3] entry id
     ARGV[4] reason
-    ARGV[5] now (ms)
+    ARGV[5] now (ms; '' for Redis's clock)
     ARGV[6] task id (`<queue>/<name>`, checked by the caller)
     ARGV[7] dead letters kept (approximate trim)
     ARGV[8] recordTtlMs
@@ -25,6 +25,7 @@
   Returns:
     { moved (1 | 0: the entry is not this consumer's), failed (1 | 0: the record was ended FAILED) }
 ]]
+--- @include "@flotilla/broker/redisNow"
 --- @include "@flotilla/broker/ownedBy"
 --- @include "@flotilla/broker/addDeadLetter"
 --- @include "@flotilla/broker/queueAck"
@@ -40,6 +41,7 @@ local KEPT = { 'taskId', 'status', 'attempt', 'createdAt', 'startedAt', 'seq', '
 local KEPT_MAX_CHARS = 200
 local lane, deadLetters, record, statsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local group, consumer, entryId, reason, now, taskId, maxLen, recordTtlMs, statusChannel, laneName = unpack(ARGV, 1, 10)
+now = redisNow(now)
 if not ownedBy(lane, group, entryId, consumer) then
   return { 0, 0 }
 end
@@ -57,7 +59,7 @@ end
 local extra = cjson.encode({ priority = laneName, keyType = keyType, record = kept })
 addDeadLetter(deadLetters, maxLen, entryId, reason, cjson.encode({ task = string.match(taskId, '/(.*)$') }), now, taskId,
   extra)
-local batch = newBatch({ lane }, group, consumer, tonumber(now), '', recordTtlMs)
+local batch = newBatch({ lane }, group, consumer, now, '', recordTtlMs)
 queueAck(batch, 1, entryId)
 local failed = 0
 if keyType == 'hash' and not isTerminal(values[2]) then

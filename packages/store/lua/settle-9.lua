@@ -12,14 +12,15 @@
     KEYS[7] dead letters
     KEYS[8] claim marker (unique to this call)
     KEYS[9] statistics bucket
-    ARGV[1..6] the call: consumer group, consumer, now (ms), task key base, recordTtlMs, status channel
+    ARGV[1..6] the call: consumer group, consumer, now (ms; '' for Redis's clock), task key base, recordTtlMs, status channel
     ARGV[7] dead letters kept (approximate trim)
     ARGV[8] claim count (0: claim nothing)
     ARGV[9] lane order for the claim
-    ARGV[10..] per outcome (11): lane, entryId, name, attempt, status, result, errorJson, retryAt,
+    ARGV[10..] per outcome (11): lane, entryId, name, attempt, status, result, errorJson, retryIn,
       release, deadReason, usage
       (entryId '' when there is no entry to settle; release 1: a RETRYING that hands the task back
-      unfinished and uses up no retry; usage: JSON token totals of the attempt)
+      unfinished and uses up no retry; usage: JSON token totals of the attempt; retryIn: with RETRYING,
+      ms from now until the retry is due, on Redis's clock)
 
   Returns:
     { outcomes, started }: per outcome { 'ok', status, deadLettered (0|1) } or
@@ -32,13 +33,14 @@
 --- @include "finish"
 local WIDTH = 11
 local group, consumer, now, taskBase, recordTtlMs, statusChannel, deadLetterMaxLen, claimCount, order = unpack(ARGV, 1, 9)
-local batch = newBatch({ KEYS[1], KEYS[2], KEYS[3] }, group, consumer, tonumber(now), taskBase, recordTtlMs)
+local batch = newBatch({ KEYS[1], KEYS[2], KEYS[3] }, group, consumer, now, taskBase, recordTtlMs)
 batch.delayed = { KEYS[4], KEYS[5], KEYS[6] }
 batch.deadLetters = KEYS[7]
 batch.deadLetterMaxLen = deadLetterMaxLen
 batch.settled = {}
 for i = 10, #ARGV, WIDTH do
-  local lane, entryId, name, attempt, status, result, errorJson, retryAt, release, deadReason, usage = unpack(ARGV, i, i + WIDTH - 1)
+  local lane, entryId, name, attempt, status, result, errorJson, retryIn, release, deadReason, usage = unpack(ARGV, i, i + WIDTH - 1)
+  local retryAt = retryIn ~= '' and batch.now + (tonumber(retryIn) or 0) or ''
   recordOutcome(batch, tonumber(lane), entryId, name, attempt, status, result, errorJson, retryAt, release, deadReason,
     usage)
 end

@@ -6,7 +6,7 @@
   Input:
     KEYS[1..3] the queue's lanes: high, normal, low
     KEYS[4] statistics bucket
-    ARGV[1..6] the call: consumer group, consumer, now (ms), task key base, recordTtlMs, status channel
+    ARGV[1..6] the call: consumer group, consumer, now (ms; '' for Redis's clock), task key base, recordTtlMs, status channel
     ARGV[7] reclaimed (0 | 1)
     ARGV[8..] per entry (3): lane, entryId, name
 
@@ -18,7 +18,7 @@
 --- @include "finish"
 local WIDTH = 3
 local group, consumer, now, taskBase, recordTtlMs, statusChannel, reclaimed = unpack(ARGV, 1, 7)
-local batch = newBatch({ KEYS[1], KEYS[2], KEYS[3] }, group, consumer, tonumber(now), taskBase, recordTtlMs)
+local batch = newBatch({ KEYS[1], KEYS[2], KEYS[3] }, group, consumer, now, taskBase, recordTtlMs)
 for i = 8, #ARGV, WIDTH do
   local lane, entryId, name = unpack(ARGV, i, i + WIDTH - 1)
   startEntry(batch, tonumber(lane), entryId, name, reclaimed == '1')

@@ -26,7 +26,8 @@ export interface NewTask {
   agent: string;
   /** JSON of `{ agent, input }`, validated by the caller. */
   payload: string;
-  createdAt: number;
+  /** A fixed creation time (tests). @default Redis's clock (TIME), as every time the scripts write */
+  createdAt?: number | undefined;
   detailed: boolean;
   maxRetries: number;
   /** Attempts started at most, counting retries and reclaims after a crash. @default maxRetries + 3 */
@@ -35,8 +36,11 @@ export interface NewTask {
   metadata: Record<string, unknown>;
   /** This task's own wait between retries (else the worker's). */
   backoff?: Backoff | undefined;
-  /** When a delayed task becomes due. */
-  runAt?: number | undefined;
+  /**
+   * A delayed task: ms from its creation until it falls due. A delay, not a time: the due time is
+   * set on Redis's clock, so a process whose clock is off does not move it.
+   */
+  delayMs?: number | undefined;
   /** @default "normal" */
   priority?: Priority | undefined;
   /**
@@ -98,7 +102,7 @@ export class TaskStore {
           metadata: metadata === "{}" ? "" : metadata,
           maxDeliveries: t.maxDeliveries ?? t.maxRetries + 3,
           backoff: t.backoff ? JSON.stringify(t.backoff) : "",
-          runAt: t.runAt ?? "",
+          runIn: t.delayMs ?? "",
           lane: laneNumber(t.priority),
           submitId: t.submitId ?? "",
           trace: t.trace ?? "",
@@ -112,7 +116,16 @@ export class TaskStore {
     const reply = (await scripts.create.run(
       this.redis,
       [...laneKeys(k, queue), ...delayedKeys(k, queue), k.taskIndex(queue), k.submitMarker(queue, batchId)],
-      [queue, k.taskBase(queue), k.eventsBase(queue), tasks[0]!.createdAt, trim ? this.retention.indexMaxSize : 0, marker ? 1 : 0, CONSUMER_GROUP, ...args],
+      [
+        queue,
+        k.taskBase(queue),
+        k.eventsBase(queue),
+        tasks[0]!.createdAt ?? "",
+        trim ? this.retention.indexMaxSize : 0,
+        marker ? 1 : 0,
+        CONSUMER_GROUP,
+        ...args,
+      ],
     )) as string;
     const lanesMade = reply.endsWith("+");
     return { created: [...(lanesMade ? reply.slice(0, -1) : reply)].map((c) => c === "1"), lanesMade };
@@ -142,19 +155,20 @@ export class TaskStore {
     });
   }
 
-  private startArgs(queue: string, consumer: string, now: number): Array<string | number> {
-    return [CONSUMER_GROUP, consumer, now, this.keys.taskBase(queue), this.retention.recordTtlMs, this.keys.statusChannel(queue)];
+  /** `now` fixed by a test, else '' (the scripts read Redis's clock). */
+  private startArgs(queue: string, consumer: string, now: number | undefined): Array<string | number> {
+    return [CONSUMER_GROUP, consumer, now ?? "", this.keys.taskBase(queue), this.retention.recordTtlMs, this.keys.statusChannel(queue)];
   }
 
   /**
    * Claims up to `count` new entries of a queue for `consumer` and starts their tasks, in one round
    * trip. Lanes are read in `order` without blocking.
    */
-  async claim(queue: string, consumer: string, count: number, order: readonly Priority[] = LANE_ORDER, now = Date.now()): Promise<StartReply[]> {
+  async claim(queue: string, consumer: string, count: number, order: readonly Priority[] = LANE_ORDER, now?: number): Promise<StartReply[]> {
     const k = this.keys;
     const reply = await scripts.claim.run(
       this.redis,
-      [...laneKeys(k, queue), k.claimMarker(queue, randomUUID()), k.stats(queue, now)],
+      [...laneKeys(k, queue), k.claimMarker(queue, randomUUID()), k.stats(queue, now ?? Date.now())],
       [...this.startArgs(queue, consumer, now), count, laneOrderArg(order)],
     );
     return parseStartReplies(queue, reply);
@@ -169,12 +183,12 @@ export class TaskStore {
     consumer: string,
     entries: ReadonlyArray<{ priority: Priority; entryId: string; name: string }>,
     reclaimed: boolean,
-    now = Date.now(),
+    now?: number,
   ): Promise<StartReply[]> {
     if (entries.length === 0) return [];
     const args: Array<string | number> = [...this.startArgs(queue, consumer, now), reclaimed ? 1 : 0];
     for (const e of entries) encodeRow(START_ENTRY_FIELDS, { lane: laneNumber(e.priority), entryId: e.entryId, name: e.name }, args);
-    return parseStartReplies(queue, await scripts.start.run(this.redis, [...laneKeys(this.keys, queue), this.keys.stats(queue, now)], args));
+    return parseStartReplies(queue, await scripts.start.run(this.redis, [...laneKeys(this.keys, queue), this.keys.stats(queue, now ?? Date.now())], args));
   }
 
   /**
@@ -189,7 +203,7 @@ export class TaskStore {
     options: { claim?: number; order?: readonly Priority[]; now?: number; batchId?: string } = {},
   ): Promise<{ outcomes: FinishOutcome[]; started: StartReply[] }> {
     const k = this.keys;
-    const now = options.now ?? Date.now();
+    const { now } = options;
     const args: Array<string | number> = [
       ...this.startArgs(queue, consumer, now),
       this.retention.deadLetterMaxLen,
@@ -207,7 +221,8 @@ export class TaskStore {
           status: o.status,
           result: o.result === undefined ? "" : JSON.stringify(o.result),
           errorJson: o.error ? JSON.stringify(o.error) : "",
-          retryAt: o.retryAt ?? "",
+          // A delay, not a time: the due time is set on Redis's clock.
+          retryIn: o.retryAt === undefined ? "" : o.retryAt - Date.now(),
           release: o.release ? 1 : 0,
           deadReason: o.deadReason ?? "",
           usage: o.usage ? JSON.stringify(o.usage) : "",
@@ -217,7 +232,13 @@ export class TaskStore {
     }
     const [settled, started] = (await scripts.settle.run(
       this.redis,
-      [...laneKeys(k, queue), ...delayedKeys(k, queue), k.deadLetters(queue), k.claimMarker(queue, options.batchId ?? randomUUID()), k.stats(queue, now)],
+      [
+        ...laneKeys(k, queue),
+        ...delayedKeys(k, queue),
+        k.deadLetters(queue),
+        k.claimMarker(queue, options.batchId ?? randomUUID()),
+        k.stats(queue, now ?? Date.now()),
+      ],
       args,
     )) as [unknown[], unknown];
     return { outcomes: settled.map(parseFinish), started: parseStartReplies(queue, started) };
@@ -236,19 +257,19 @@ export class TaskStore {
     consumer: string,
     taskId: string,
     reason: string,
-    now = Date.now(),
+    now?: number,
   ): Promise<{ moved: boolean; failed: boolean }> {
     const k = this.keys;
     nameIn(lane.queue, taskId);
     const [moved, failed] = (await scripts.failCorrupt.run(
       this.redis,
-      [k.lane(lane.queue, lane.priority), k.deadLetters(lane.queue), k.task(taskId), k.stats(lane.queue, now)],
+      [k.lane(lane.queue, lane.priority), k.deadLetters(lane.queue), k.task(taskId), k.stats(lane.queue, now ?? Date.now())],
       [
         CONSUMER_GROUP,
         consumer,
         entryId,
         reason,
-        now,
+        now ?? "",
         taskId,
         this.retention.deadLetterMaxLen,
         this.retention.recordTtlMs,

@@ -14,7 +14,6 @@ export function newTask(taskId: string, over: Partial<NewTask> = {}): NewTask {
     queue: splitTaskId(taskId).queue,
     agent: "a",
     payload: "{}",
-    createdAt: Date.now(),
     detailed: false,
     maxRetries: 0,
     metadata: {},

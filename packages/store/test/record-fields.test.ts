@@ -43,7 +43,7 @@ describe("a created record", () => {
         maxDeliveries: 9,
         timeoutMs: 700,
         backoff,
-        runAt: 5_000,
+        delayMs: 4_000, // created at 1 000 (fixed): due at 5 000
         priority: "low",
         submitId: "s-1",
         trace: '{"traceparent":"t"}',

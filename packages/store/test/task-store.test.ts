@@ -201,7 +201,7 @@ describe("TaskStore batches", () => {
     expect(await redis.xlen(keys.queue("b1"))).toBe(5);
     expect(await redis.zcard(keys.taskIndex("b1"))).toBe(5);
     // A scheduled task waits in its lane's delayed set instead.
-    await store.createMany("b1", [task({ queue: "b1", taskId: `b1/t${++n}`, runAt: Date.now() + 60_000, priority: "high" })]);
+    await store.createMany("b1", [task({ queue: "b1", taskId: `b1/t${++n}`, delayMs: 60_000, priority: "high" })]);
     expect(await redis.zcard(keys.delayed("b1", "high"))).toBe(1);
     expect(await redis.xlen(keys.queue("b1"))).toBe(5);
   });

@@ -26,7 +26,7 @@ afterAll(async () => {
   await redis.quit();
 });
 
-const task = (queue: string, name: string, over: { runAt?: number } = {}) => newTask(`${queue}/${name}`, over);
+const task = (queue: string, name: string, over: { delayMs?: number } = {}) => newTask(`${queue}/${name}`, over);
 
 interface Claimed {
   queue: string;
@@ -134,7 +134,7 @@ describe("ClaimScheduler", () => {
 
   it("promotes a delayed task when it falls due, not at the next promotion interval", async () => {
     await broker.ensureGroup("due");
-    await store.createMany("due", [task("due", "soon", { runAt: Date.now() + 300 })]);
+    await store.createMany("due", [task("due", "soon", { delayMs: 300 })]);
     // Its first promotion finds the task due in 300 ms: that, not the interval, is when it looks again.
     const g = await scheduler({ queues: ["due"], blockMs: 60_000, promoteIntervalMs: 60_000 });
     expect(g.claimed).toEqual([]);
@@ -339,7 +339,7 @@ describe("ClaimScheduler", () => {
 
   it("promotes on time while every slot is busy", async () => {
     await broker.ensureGroup("busy");
-    await store.createMany("busy", [task("busy", "running"), task("busy", "later", { runAt: Date.now() + 500 })]);
+    await store.createMany("busy", [task("busy", "running"), task("busy", "later", { delayMs: 500 })]);
     // Its first promotion learns when "later" falls due; its one slot is taken meanwhile.
     const h = await scheduler({ queues: ["busy"], concurrency: 1, promoteIntervalMs: 60_000 });
     await waitFor(async () => h.claimed.length === 1, { what: "the running task" });
