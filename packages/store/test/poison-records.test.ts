@@ -2,7 +2,7 @@
 // good ones is taken out of the batch (nothing of it written, then dead-lettered and failed by its
 // own call) while the good ones proceed, and no entry stays pending.
 import { Broker } from "@flotilla/broker";
-import { CONSUMER_GROUP, createKeys, DEFAULT_RETENTION } from "@flotilla/core";
+import { CONSUMER_GROUP, createKeys, DEFAULT_RETENTION, type Priority } from "@flotilla/core";
 import { purgePrefix, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TaskEventLog } from "../src/event-log.ts";
@@ -121,19 +121,7 @@ describe("a corrupt task record in a claim batch", () => {
 
       // The good ones ran as any batch does.
       const runs = replies.filter((r) => r.kind === "run");
-      const { outcomes } = await store.settle(
-        queue,
-        "w",
-        runs.map((r) => ({
-          taskId: r.taskId,
-          priority: r.priority,
-          entryId: r.entryId,
-          attempt: r.attempt,
-          status: "COMPLETED" as const,
-          agent: "a",
-          result: 1,
-        })),
-      );
+      const { outcomes } = await store.settle(queue, "w", runs.map(completed));
       expect(outcomes.map((o) => o.ok && o.status)).toEqual(["COMPLETED", "COMPLETED", "COMPLETED", "COMPLETED"]);
       for (const name of good) expect(await redis.hget(keys.task(`${queue}/${name}`), "status")).toBe("COMPLETED");
       expect(await pendingCount(queue)).toBe(0);
@@ -152,6 +140,11 @@ describe("a corrupt task record in a claim batch", () => {
     expect(replies[2]).toMatchObject({ taskId: `${queue}/${bad}`, reason: "seq is not a number" });
   });
 });
+
+/** The COMPLETED outcome of a started task's attempt. */
+function completed(r: { taskId: string; priority: Priority; entryId: string; attempt: number }) {
+  return { taskId: r.taskId, priority: r.priority, entryId: r.entryId, attempt: r.attempt, status: "COMPLETED" as const, agent: "a", result: 1 };
+}
 
 /** A task of `queue` claimed and started by consumer "w". */
 async function running(queue: string, count: number) {
@@ -175,19 +168,7 @@ describe("a record that went bad while its task ran", () => {
     const badKey = keys.task(runs[1]!.taskId);
     await redis.hset(badKey, "seq", "x");
     const before = await redis.hgetall(badKey);
-    const { outcomes } = await store.settle(
-      queue,
-      "w",
-      runs.map((r) => ({
-        taskId: r.taskId,
-        priority: r.priority,
-        entryId: r.entryId,
-        attempt: r.attempt,
-        status: "COMPLETED" as const,
-        agent: "a",
-        result: 1,
-      })),
-    );
+    const { outcomes } = await store.settle(queue, "w", runs.map(completed));
     expect(outcomes).toEqual([
       { ok: true, status: "COMPLETED", deadLettered: false },
       { ok: false, reason: "corrupt", status: undefined, detail: "seq is not a number" },
