@@ -48,7 +48,14 @@ describe("pnpm bench", () => {
     expect(result.scenario).toBe("footprint");
     expect(result.flotilla.perTaskKeysWithoutTtl).toBe(0);
     // The queue's lanes, index and workers' leases (one field per live consumer), and the registry: none per task.
-    expect(result.flotilla.longLivedKeys).toEqual(["queue:{queue}", "queue:{queue}:high", "queue:{queue}:leases", "queue:{queue}:low", "queue:{queue}:tasks", "queues"]);
+    expect(result.flotilla.longLivedKeys).toEqual([
+      "queue:{queue}",
+      "queue:{queue}:high",
+      "queue:{queue}:leases",
+      "queue:{queue}:low",
+      "queue:{queue}:tasks",
+      "queues",
+    ]);
     expect(result.flotilla.bytesPerStoredEvent).toBeGreaterThan(0);
   }, 120_000);
 });
