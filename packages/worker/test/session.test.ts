@@ -1,8 +1,8 @@
 import { ErrorCodes, type Logger } from "@flotilla/core";
-import { startRedisServer, testPrefix, waitFor } from "@flotilla/testing";
+import { purgePrefix, redisUrl, startRedisServer, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
-import { Worker } from "../src/index.ts";
+import { type ReadinessState, Worker } from "../src/index.ts";
 
 // A worker's connections, on a Redis of its own (so CLIENT LIST shows only this worker's, and the
 // server can be stopped under it).
@@ -16,6 +16,8 @@ describe("a worker's connections", () => {
         void lines.push({ level, message, fields });
     const logger: Logger = { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
     const w = new Worker({ redis: server.url, prefix: testPrefix("session"), queues: ["s"], logger, connectTimeoutMs: 2_000 });
+    const told: ReadinessState[] = [];
+    w.on("worker:readiness", (state) => told.push(state));
     try {
       await w.start();
       const admin = new Redis(server.url);
@@ -38,10 +40,40 @@ describe("a worker's connections", () => {
 
       await server.up();
       await waitFor(async () => w.ready, { what: "the worker ready again", timeoutMs: 10_000 });
+      // Each change was told as an event: unready for the connection, then ready again.
+      expect(told.some((t) => !t.ready && t.reasons.some((r) => r.reason === "redis"))).toBe(true);
+      await waitFor(async () => told.at(-1)?.ready === true, { what: "the return to ready told" });
     } finally {
       await w.stop({ drainTimeoutMs: 0 });
       await server.stop();
     }
+  });
+
+  it("is not ready before it started (starting, since it was made) nor once stop() was called (stopping, since then)", async () => {
+    const prefix = testPrefix("session-ready");
+    const made = Date.now();
+    const w = new Worker({ redis: redisUrl(), prefix, queues: ["r"] });
+    expect(w.ready).toBe(false);
+    const starting = w.readiness;
+    expect(starting).toEqual({ ready: false, reasons: [{ reason: "starting", detail: "start() has not finished", since: expect.any(Number) }] });
+    expect(starting.reasons[0]!.since).toBeGreaterThanOrEqual(made);
+    await w.start();
+    expect(w.ready).toBe(true);
+    expect(w.readiness).toEqual({ ready: true, reasons: [] });
+    const stopCalled = Date.now();
+    const stopping = w.stop({ drainTimeoutMs: 0 });
+    expect(w.ready).toBe(false);
+    const state = w.readiness;
+    expect(state).toEqual({ ready: false, reasons: [{ reason: "stopping", detail: "stop() was called", since: expect.any(Number) }] });
+    expect(state.reasons[0]!.since).toBeGreaterThanOrEqual(stopCalled);
+    await stopping;
+    // A second stop() keeps the time of the first.
+    await new Promise((r) => setTimeout(r, 5));
+    await w.stop();
+    expect(w.readiness.reasons[0]!.since).toBe(state.reasons[0]!.since);
+    const redis = testRedis();
+    await purgePrefix(redis, prefix);
+    await redis.quit();
   });
 
   it("a second start is refused with the worker's id in the message", async () => {
