@@ -8,6 +8,7 @@ export { type OpenAIReply, type OpenAIServer, type RecordedRequest, startOpenAIS
 export { freePort } from "./ports.ts";
 export { testPrefix } from "./prefix.ts";
 export { purgePrefix, scanPrefix } from "./purge.ts";
+export { type LoggedLine, recordingLogger } from "./recording-logger.ts";
 export { type RedisServerOptions, startRedisServer, type TestRedisServer } from "./redis-server.ts";
 export {
   NO_TEMPORAL_NOTE,

@@ -1,10 +1,10 @@
 import { type Broker, isMissingGroup, laneKeys } from "@flotilla/broker";
 import { TestBroker } from "@flotilla/broker/testing";
-import { createKeys, DEFAULT_RETENTION, type LogFields, type Logger, silentLogger } from "@flotilla/core";
+import { createKeys, DEFAULT_RETENTION, type Logger, silentLogger } from "@flotilla/core";
 import { closeRedis, type OwnedRedis, openRedis } from "@flotilla/core/redis";
 import type { StartReply } from "@flotilla/store";
 import { newTask, TestTaskStore } from "@flotilla/store/testing";
-import { purgePrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { purgePrefix, recordingLogger, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { ClaimScheduler, type SchedulerOptions } from "../src/claim-scheduler.ts";
 import { InFlight } from "../src/in-flight.ts";
@@ -324,10 +324,7 @@ describe("ClaimScheduler", () => {
   });
 
   it("logs each entry it reclaims", async () => {
-    const lines: Array<{ level: string; fields: LogFields | undefined }> = [];
-    const log = Object.fromEntries(
-      (["debug", "info", "warn", "error"] as const).map((level) => [level, (_m: string, fields?: LogFields) => void lines.push({ level, fields })]),
-    ) as unknown as Logger;
+    const { log, lines } = recordingLogger();
     await broker.ensureGroup("logged");
     await store.createMany("logged", [task("logged", "x")]);
     const [entry] = await broker.claim(redis, "dead-worker", ["logged"], 1, 100);
@@ -373,10 +370,7 @@ describe("ClaimScheduler", () => {
   });
 
   it("goes on claiming when a promotion fails, and says why", async () => {
-    const lines: Array<{ level: string; fields: LogFields | undefined }> = [];
-    const log = Object.fromEntries(
-      (["debug", "info", "warn", "error"] as const).map((level) => [level, (_m: string, fields?: LogFields) => void lines.push({ level, fields })]),
-    ) as unknown as Logger;
+    const { log, lines } = recordingLogger();
     let promotions = 0;
     const flaky = new (class extends TestBroker {
       override async promote(queue: string, now?: number, max?: number) {

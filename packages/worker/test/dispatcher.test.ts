@@ -1,6 +1,6 @@
 import type { Lane } from "@flotilla/broker";
-import type { LogFields, Logger } from "@flotilla/core";
 import type { FinishInput, StartReply } from "@flotilla/store";
+import { recordingLogger } from "@flotilla/testing";
 import { describe, expect, it } from "vitest";
 import type { AttemptRunner } from "../src/attempt.ts";
 import { Dispatcher } from "../src/dispatcher.ts";
@@ -19,10 +19,7 @@ interface Call {
 function setup(behaviour: { run?: () => Promise<unknown>; deadLetter?: () => Promise<void> } = {}) {
   const calls: Call[] = [];
   const errors: unknown[] = [];
-  const lines: Array<{ level: string; message: string; fields: LogFields | undefined }> = [];
-  const log = Object.fromEntries(
-    (["debug", "info", "warn", "error"] as const).map((level) => [level, (message: string, fields?: LogFields) => void lines.push({ level, message, fields })]),
-  ) as unknown as Logger;
+  const { log, lines } = recordingLogger();
   const attempts = {
     run: (...args: unknown[]) => {
       calls.push({ what: "run", args });

@@ -1,9 +1,9 @@
 import type { Lane } from "@flotilla/broker";
 import { TestBroker } from "@flotilla/broker/testing";
-import { createKeys, DEFAULT_RETENTION, ErrorCodes, type LogFields, type Logger, silentLogger } from "@flotilla/core";
+import { createKeys, DEFAULT_RETENTION, ErrorCodes, silentLogger } from "@flotilla/core";
 import { FlotillaMetrics } from "@flotilla/metrics";
 import { newTask, TestTaskStore } from "@flotilla/store/testing";
-import { purgePrefix, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { purgePrefix, recordingLogger, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { AbortReason } from "../src/abort-reason.ts";
 import { InFlight } from "../src/in-flight.ts";
@@ -36,14 +36,6 @@ class FlakyBroker extends TestBroker {
   }
 }
 
-function logger() {
-  const lines: Array<{ level: string; message: string; fields: LogFields | undefined }> = [];
-  const log = Object.fromEntries(
-    (["debug", "info", "warn", "error"] as const).map((level) => [level, (message: string, fields?: LogFields) => void lines.push({ level, message, fields })]),
-  ) as unknown as Logger;
-  return { log, lines };
-}
-
 /** Claims one new entry of `queue` for `consumer` and holds it in `inFlight` until aborted. */
 async function hold(broker: TestBroker, inFlight: InFlight, queue: string, name: string, consumer = "w1") {
   await broker.ensureGroup(queue);
@@ -70,7 +62,7 @@ describe("LeaseKeeper", () => {
   it("aborts, as stale, the runs whose entries another consumer took over, and keeps the others", async () => {
     const broker = new FlakyBroker(redis, keys);
     const inFlight = new InFlight(() => {});
-    const { log, lines } = logger();
+    const { log, lines } = recordingLogger();
     const kept = await hold(broker, inFlight, "lk-a", "kept");
     const taken = await hold(broker, inFlight, "lk-a", "taken");
     // Another worker takes the second entry over, as a reclaim after a lapsed lease does.
@@ -90,7 +82,7 @@ describe("LeaseKeeper", () => {
     const broker = new FlakyBroker(redis, keys);
     const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
     const inFlight = new InFlight(() => {});
-    const { log, lines } = logger();
+    const { log, lines } = recordingLogger();
     // The worker's own wiring: the recorder tells the in-flight table an outcome is on its way.
     const recorder = new OutcomeRecorder({
       settler: new Settler(store, "w1"),
@@ -147,7 +139,7 @@ describe("LeaseKeeper", () => {
   it("goes on with the other lanes when one lane's renewal fails, and ignores lost entries it no longer runs", async () => {
     const broker = new FlakyBroker(redis, keys);
     const inFlight = new InFlight(() => {});
-    const { log, lines } = logger();
+    const { log, lines } = recordingLogger();
     const failing = await hold(broker, inFlight, "lk-b", "one");
     const other = await hold(broker, inFlight, "lk-c", "two");
     await redis.xclaim(keys.lane("lk-c", "normal"), "flotilla", "w2", 0, other.entryId);
@@ -168,7 +160,7 @@ describe("LeaseKeeper", () => {
     const broker = new FlakyBroker(redis, keys);
     const inFlight = new InFlight(() => {});
     await hold(broker, inFlight, "lk-d", "one");
-    const keeper = new LeaseKeeper(broker, inFlight, "w1", 90, logger().log);
+    const keeper = new LeaseKeeper(broker, inFlight, "w1", 90, recordingLogger().log);
     const refTimers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
     const before = refTimers();
     keeper.start();

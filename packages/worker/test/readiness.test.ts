@@ -1,12 +1,9 @@
-import type { LogFields, Logger } from "@flotilla/core";
+import { recordingLogger } from "@flotilla/testing";
 import { describe, expect, it } from "vitest";
 import { Readiness, type ReadinessState } from "../src/readiness.ts";
 
 function recorder() {
-  const lines: Array<{ level: string; message: string; fields: LogFields | undefined }> = [];
-  const log = Object.fromEntries(
-    (["debug", "info", "warn", "error"] as const).map((level) => [level, (message: string, fields?: LogFields) => void lines.push({ level, message, fields })]),
-  ) as unknown as Logger;
+  const { log, lines } = recordingLogger();
   const changes: ReadinessState[] = [];
   return { readiness: new Readiness(log, (state) => changes.push(state)), lines, changes };
 }
