@@ -34,6 +34,7 @@
 --- @include "hsetAll"
 --- @include "statusEvent"
 --- @include "countStat"
+--- @include "recordFault"
 --- @include "finish"
 -- The fields a letter keeps as they were: every one a script checks, none of the big ones.
 local KEPT = { 'taskId', 'status', 'attempt', 'createdAt', 'startedAt', 'seq', 'maxDeliveries', 'deliveriesBase',
@@ -65,11 +66,11 @@ local failed = 0
 if keyType == 'hash' and not isTerminal(values[2]) then
   -- Its waiters are told. The fields the event needs are taken only when sound: a bad seq or log
   -- starts the record's events afresh (the letter keeps what they were).
-  local function digits(value)
-    return value and #value <= 15 and string.find(value, '^%d+$') and value or nil
+  local function sound(field, value)
+    return value and not recordFault({ field }, { value }) and value or nil
   end
-  local seq, log, attempt = digits(values[6]), values[17], digits(values[3]) or '0'
-  if not seq or (log and log ~= '' and (string.sub(log, 1, 2) ~= '{"' or string.sub(log, -1) ~= '}')) then
+  local seq, log, attempt = sound('seq', values[6]), values[17], sound('attempt', values[3]) or '0'
+  if not seq or (log and not sound('log', log)) then
     seq, log = nil, nil
   end
   local errText = cjson.encode({ message = reason, code = 'CORRUPT_RECORD' })

@@ -128,6 +128,20 @@ describe("a corrupt task record in a claim batch", () => {
     });
   }
 
+  it("the FAILED event of a taken-out record goes on from its seq when that is sound, and starts afresh when it is not", async () => {
+    for (const [queue, spoilt, expectedSeq] of [
+      ["pr-seq-sound", { attempt: "x", seq: "4", log: '{"seq":4}' }, 5],
+      ["pr-seq-bad", { seq: "four" }, 1],
+    ] as const) {
+      const { bad } = await batchWithPoison(queue, fields(spoilt));
+      const badId = `${queue}/${bad}`;
+      const corrupt = (await store.claim(queue, "w", 5)).find((r) => r.kind === "corrupt")!;
+      await store.failCorrupt({ queue, priority: "normal" }, corrupt.entryId, "w", badId, "corrupt task record");
+      const events = await waitFor(() => published.get(badId), { what: "the bad task's status event" });
+      expect(events.map((e) => e.seq)).toEqual([expectedSeq]);
+    }
+  });
+
   it("a record that does not parse as a number in a start of held entries (start-4) is taken out the same way", async () => {
     const queue = "pr-start";
     const { bad } = await batchWithPoison(queue, fields({ seq: "x" }));
