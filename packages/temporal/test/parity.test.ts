@@ -256,6 +256,14 @@ describe("Temporal mode and Redis mode side by side (real Redis, real Temporal d
     expect(t).toEqual(r);
   });
 
+  /** The abort reason each mode's tool saw (the fixture's tool records it), Redis mode first. */
+  const abortReasons = (taskId: string) =>
+    Promise.all(
+      modes.map((mode) =>
+        waitFor(async () => redis.hget(`${mode.prefix}:test:aborts`, taskId), { what: `the ${mode.name} mode tool to be aborted`, timeoutMs: 20_000 }),
+      ),
+    );
+
   it("cancel: a running tool is aborted with the cancel's reason, and the task ends CANCELLED", async () => {
     const agent = new Agent({ name: "patient", model: "scripted:x", tools: ["wait"], options: { scripted: { toolCalls: [{ name: "wait", args: {} }] } } });
     const {
@@ -268,11 +276,7 @@ describe("Temporal mode and Redis mode side by side (real Redis, real Temporal d
     });
     expect(r.record).toMatchObject({ status: "CANCELLED", error: { code: "CANCELLED", message: "enough" } });
     expect(t).toEqual(r);
-    const reasons = await Promise.all(
-      modes.map((mode) =>
-        waitFor(async () => redis.hget(`${mode.prefix}:test:aborts`, taskId), { what: `the ${mode.name} mode tool to be aborted`, timeoutMs: 20_000 }),
-      ),
-    );
+    const reasons = await abortReasons(taskId);
     expect(JSON.parse(reasons[0]!)).toEqual({ name: "AbortReason", code: "CANCELLED", message: "enough" });
     expect(JSON.parse(reasons[1]!)).toEqual(JSON.parse(reasons[0]!));
   });
@@ -282,11 +286,7 @@ describe("Temporal mode and Redis mode side by side (real Redis, real Temporal d
     const { taskId, redis: r, temporal: t } = await runBoth(agent, "x", { detailed: true, timeoutMs: 1500 });
     expect(r.record).toMatchObject({ status: "FAILED", error: { code: "TIMEOUT", message: "timed out after 1500 ms" } });
     expect(t).toEqual(r);
-    const reasons = await Promise.all(
-      modes.map((mode) =>
-        waitFor(async () => redis.hget(`${mode.prefix}:test:aborts`, taskId), { what: `the ${mode.name} mode tool to be aborted`, timeoutMs: 20_000 }),
-      ),
-    );
+    const reasons = await abortReasons(taskId);
     expect(JSON.parse(reasons[0]!)).toEqual({ name: "AbortReason", code: "TIMEOUT", message: "timed out after 1500 ms" });
     expect(JSON.parse(reasons[1]!)).toEqual(JSON.parse(reasons[0]!));
   });
