@@ -1,10 +1,10 @@
 import type { Lane } from "@flotilla/broker";
 import { TestBroker } from "@flotilla/broker/testing";
-import { createKeys, DEFAULT_RETENTION, ErrorCodes, type LogFields, type Logger } from "@flotilla/core";
+import { createKeys, DEFAULT_RETENTION, ErrorCodes } from "@flotilla/core";
 import { FlotillaMetrics, METRICS } from "@flotilla/metrics";
 import type { FinishInput } from "@flotilla/store";
 import { newTask, TestTaskStore } from "@flotilla/store/testing";
-import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
+import { purgePrefix, recordingLogger, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import type { DeadLetteredEvent, TaskEndEvent } from "../src/events.ts";
 import { OutcomeRecorder } from "../src/outcome-recorder.ts";
@@ -22,11 +22,9 @@ afterAll(async () => {
   await redis.quit();
 });
 
-function setup() {
-  const lines: Array<{ level: string; fields: LogFields | undefined }> = [];
-  const log = Object.fromEntries(
-    (["debug", "info", "warn", "error"] as const).map((level) => [level, (_m: string, fields?: LogFields) => void lines.push({ level, fields })]),
-  ) as unknown as Logger;
+/** `withSettling` false: a recorder made without the optional `settling` callback. */
+function setup({ withSettling = true } = {}) {
+  const { log, lines } = recordingLogger();
   const ended: TaskEndEvent[] = [];
   const deadLettered: DeadLetteredEvent[] = [];
   const metrics = new FlotillaMetrics();
@@ -42,11 +40,13 @@ function setup() {
     log,
     ended: (e) => void ended.push(e),
     deadLettered: (e) => void deadLettered.push(e),
-    settling: (lane, entryId) => {
-      // Queued on the connection now, so Redis answers it before the write that follows.
-      const pending = redis.xpending(keys.lane(lane.queue, lane.priority), "flotilla", entryId, entryId, 1, "w") as Promise<unknown[]>;
-      settling.push(pending.then((rows) => [entryId, rows.length === 1]));
-    },
+    settling: withSettling
+      ? (lane, entryId) => {
+          // Queued on the connection now, so Redis answers it before the write that follows.
+          const pending = redis.xpending(keys.lane(lane.queue, lane.priority), "flotilla", entryId, entryId, 1, "w") as Promise<unknown[]>;
+          settling.push(pending.then((rows) => [entryId, rows.length === 1]));
+        }
+      : undefined,
   });
   return { recorder, lines, ended, deadLettered, metrics, settling };
 }
@@ -74,6 +74,7 @@ describe("OutcomeRecorder", () => {
     expect(s.lines).toEqual([
       {
         level: "info",
+        message: "task ended",
         fields: { taskId: t.taskId, attempt: 1, status: "COMPLETED", error: undefined, retryAt: undefined, recorded: true, traceId: "trace-1" },
       },
     ]);
@@ -126,7 +127,9 @@ describe("OutcomeRecorder", () => {
     const t = await started("or-e", "held");
     await s.recorder.deadLetter(t.lane, t.entryId, "record not found", { task: "held" }, t.taskId, { n: 1 });
     expect(s.deadLettered).toEqual([{ queue: "or-e", entryId: t.entryId, reason: "record not found", taskId: t.taskId }]);
-    expect(s.lines).toEqual([{ level: "warn", fields: { queue: "or-e", entryId: t.entryId, reason: "record not found", taskId: t.taskId } }]);
+    expect(s.lines).toEqual([
+      { level: "warn", message: "entry dead-lettered", fields: { queue: "or-e", entryId: t.entryId, reason: "record not found", taskId: t.taskId } },
+    ]);
     const [letter] = await broker.listDeadLetters("or-e");
     expect(letter).toMatchObject({ reason: "record not found", taskId: t.taskId });
 
@@ -135,7 +138,9 @@ describe("OutcomeRecorder", () => {
     s.lines.length = 0;
     await s.recorder.deadLetter(u.lane, u.entryId, "record not found", { task: "theirs" }, u.taskId);
     expect(s.deadLettered).toHaveLength(1);
-    expect(s.lines).toEqual([{ level: "warn", fields: { queue: "or-e", entryId: u.entryId, taskId: u.taskId } }]);
+    expect(s.lines).toEqual([
+      { level: "warn", message: "entry not dead-lettered: another worker holds it now", fields: { queue: "or-e", entryId: u.entryId, taskId: u.taskId } },
+    ]);
     expect(await broker.listDeadLetters("or-e")).toHaveLength(1);
   });
 
@@ -150,5 +155,82 @@ describe("OutcomeRecorder", () => {
       [u.entryId, true],
     ]);
     expect(await redis.xpending(keys.lane("or-f", t.lane.priority), "flotilla")).toEqual([0, null, null, null]);
+  });
+
+  it("records and dead-letters without a settling callback, which is optional", async () => {
+    const s = setup({ withSettling: false });
+    const t = await started("or-g", "done");
+    await s.recorder.record(t.lane, t.entryId, t.taskId, { attempt: t.attempt, status: "COMPLETED", agent: "ag", result: 1 });
+    const u = await started("or-g", "unrunnable");
+    await s.recorder.deadLetter(u.lane, u.entryId, "record not found", { task: "unrunnable" }, u.taskId);
+    expect(s.recorder.counts).toEqual({ completed: 1, failed: 0 });
+    expect(s.deadLettered.map((e) => e.taskId)).toEqual([u.taskId]);
+  });
+});
+
+/** Entries of `queue` still pending for consumer "w". */
+const pendingFor = async (queue: string, priority: Lane["priority"]) =>
+  ((await redis.xpending(keys.lane(queue, priority), "flotilla", "-", "+", 10, "w")) as unknown[]).length;
+
+describe("OutcomeRecorder, a record that went bad while its attempt ran", () => {
+  it("takes the task out: its entry dead-lettered with the fault, its record ended FAILED and counted, the worker told", async () => {
+    const s = setup();
+    const t = await started("or-h", "spoilt");
+    await redis.hset(keys.task(t.taskId), "seq", "x");
+    await s.recorder.record(t.lane, t.entryId, t.taskId, { attempt: t.attempt, status: "COMPLETED", agent: "ag", result: 1 });
+    const reason = "corrupt task record: seq is not a number";
+    expect(s.deadLettered).toEqual([{ queue: "or-h", entryId: t.entryId, reason, taskId: t.taskId }]);
+    expect(s.recorder.counts).toEqual({ completed: 0, failed: 1 });
+    expect(s.lines).toEqual([
+      { level: "warn", message: "entry dead-lettered", fields: { queue: "or-h", entryId: t.entryId, reason, taskId: t.taskId, recordFailed: true } },
+    ]);
+    // Nothing else follows a corrupt record: no "task ended" line, no ended event, no metric.
+    expect(s.ended).toEqual([]);
+    expect(s.metrics.total(METRICS.completed)).toBe(0);
+    expect(await redis.hget(keys.task(t.taskId), "status")).toBe("FAILED");
+    expect((await broker.listDeadLetters("or-h")).map((l) => l.reason)).toEqual([reason]);
+    expect(await pendingFor("or-h", t.lane.priority)).toBe(0);
+  });
+
+  it("only warns about an outcome without an entry: nothing is dead-lettered, nothing counted", async () => {
+    // (The stand-in settling callback asks Redis about the entry: there is none here.)
+    const s = setup({ withSettling: false });
+    const t = await started("or-i", "spoilt");
+    await redis.hset(keys.task(t.taskId), "seq", "x");
+    await s.recorder.record(t.lane, "", t.taskId, { attempt: t.attempt, status: "COMPLETED", agent: "ag", result: 1 });
+    expect(s.lines).toEqual([
+      { level: "warn", message: "outcome not recorded: corrupt task record", fields: { taskId: t.taskId, reason: "seq is not a number" } },
+    ]);
+    expect(s.deadLettered).toEqual([]);
+    expect(s.ended).toEqual([]);
+    expect(s.recorder.counts).toEqual({ completed: 0, failed: 0 });
+    expect(await broker.listDeadLetters("or-i")).toEqual([]);
+    expect(await redis.hget(keys.task(t.taskId), "status")).toBe("RUNNING");
+  });
+
+  it("leaves an entry another worker holds now, and says so", async () => {
+    const s = setup();
+    const t = await started("or-j", "theirs");
+    await redis.xclaim(keys.lane("or-j", t.lane.priority), "flotilla", "w2", 0, t.entryId);
+    await s.recorder.failCorrupt(t.lane, t.entryId, t.taskId, "seq is not a number");
+    expect(s.lines).toEqual([
+      { level: "warn", message: "entry not dead-lettered: another worker holds it now", fields: { queue: "or-j", entryId: t.entryId, taskId: t.taskId } },
+    ]);
+    expect(s.deadLettered).toEqual([]);
+    expect(s.recorder.counts).toEqual({ completed: 0, failed: 0 });
+    expect(await broker.listDeadLetters("or-j")).toEqual([]);
+    expect(await redis.hget(keys.task(t.taskId), "status")).toBe("RUNNING");
+  });
+
+  it("dead-letters the entry of a record that had ended already, without counting a failure", async () => {
+    const s = setup();
+    const t = await started("or-k", "ended");
+    await redis.hset(keys.task(t.taskId), "status", "COMPLETED");
+    await s.recorder.failCorrupt(t.lane, t.entryId, t.taskId, "log is not a list of events");
+    const reason = "corrupt task record: log is not a list of events";
+    expect(s.deadLettered).toEqual([{ queue: "or-k", entryId: t.entryId, reason, taskId: t.taskId }]);
+    expect(s.lines.map((l) => l.fields)).toEqual([{ queue: "or-k", entryId: t.entryId, reason, taskId: t.taskId, recordFailed: false }]);
+    expect(s.recorder.counts).toEqual({ completed: 0, failed: 0 });
+    expect(await redis.hget(keys.task(t.taskId), "status")).toBe("COMPLETED");
   });
 });
