@@ -1,7 +1,7 @@
 import type { Lane } from "@flotilla/broker";
 import type { CancelListener } from "@flotilla/cancel";
-import { createKeys, DEFAULT_RETENTION, ErrorCodes, type JsonValue } from "@flotilla/core";
-import { FlotillaMetrics } from "@flotilla/metrics";
+import { createKeys, DEFAULT_RETENTION, DEFAULTS, ErrorCodes, type JsonValue } from "@flotilla/core";
+import { FlotillaMetrics, METRICS } from "@flotilla/metrics";
 import { newTask, TestTaskStore } from "@flotilla/store/testing";
 import { purgePrefix, scripted, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
@@ -26,7 +26,7 @@ const refTimers = () => process.getActiveResourcesInfo().filter((r) => r === "Ti
 /** An executor that never settles and ignores its signal, as a badly written one does. */
 const deaf: Executor = { execute: () => new Promise<JsonValue>(() => {}) };
 
-function runner(executor: Executor, cancelledBeforeStart?: string) {
+function runner(executor: Executor, cancelledBeforeStart?: string, maxJsonDepth?: number) {
   const watching = { watched: 0, unwatched: 0 };
   const cancels = {
     watch: (_taskId: string, onCancel: (reason: string) => void) => {
@@ -35,6 +35,7 @@ function runner(executor: Executor, cancelledBeforeStart?: string) {
       return () => void watching.unwatched++;
     },
   } as unknown as CancelListener;
+  const metrics = new FlotillaMetrics();
   const attempts = new AttemptRunner({
     redis,
     keys,
@@ -42,12 +43,13 @@ function runner(executor: Executor, cancelledBeforeStart?: string) {
     executor,
     agents: undefined,
     cancels,
-    metrics: new FlotillaMetrics(),
+    metrics,
     backoff: { delayMs: 1000, maxDelayMs: 60_000, jitter: 0 },
     onDeadline: () => "cancel",
     started: () => {},
+    ...(maxJsonDepth !== undefined && { maxJsonDepth }),
   });
-  return { attempts, watching };
+  return { attempts, watching, metrics };
 }
 
 let n = 0;
@@ -122,5 +124,93 @@ describe("AttemptRunner", () => {
     expect(await attempts.run(t.lane, t.run, new AbortController())).toBeUndefined();
     expect(seen).toBeInstanceOf(AbortReason);
     expect(seen).toMatchObject({ code: ErrorCodes.STALE_ATTEMPT, message: "the task is no longer ours" });
+  });
+
+  it("has no trace id to report when no tracing is set up (the no-op span's all-zero id is none)", async () => {
+    const { attempts } = runner({ execute: async () => "done" });
+    const t = await startedTask();
+    const ended = await attempts.run(t.lane, t.run, new AbortController());
+    expect(ended).toEqual({ outcome: expect.objectContaining({ status: "COMPLETED" }), traceId: undefined });
+  });
+
+  it("records how long its event batches took to publish, in seconds", async () => {
+    const { attempts, metrics } = runner({
+      execute: async (ctx) => {
+        ctx.emit({ type: "text", delta: "hi" });
+        return "done";
+      },
+    });
+    const t = await startedTask();
+    await attempts.run(t.lane, t.run, new AbortController());
+    const [published] = Object.values(metrics.snapshot().histograms[METRICS.publishDuration] ?? {});
+    expect(published?.count).toBeGreaterThanOrEqual(1);
+    // A round trip to Redis: well under 10 s (in ms it would be hundreds or more).
+    expect(published!.max).toBeGreaterThan(0);
+    expect(published!.max).toBeLessThan(10);
+  });
+
+  it("leaves no unhandled rejection behind when an executor throws before returning a promise and the run was cancelled", async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const { attempts } = runner(
+        {
+          execute: () => {
+            throw new Error("not even a promise");
+          },
+        },
+        "stop",
+      );
+      const t = await startedTask();
+      const ended = await attempts.run(t.lane, t.run, new AbortController());
+      expect(ended?.outcome).toMatchObject({ status: "CANCELLED", error: { code: ErrorCodes.CANCELLED, message: "stop" } });
+      await new Promise((r) => setTimeout(r, 20));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+  });
+});
+
+describe("AttemptRunner, a payload or metadata it cannot read", () => {
+  /** What a run of `t` with its payload or metadata replaced (as a record written straight into Redis may hold) comes to. */
+  async function runWith(over: Partial<Pick<RunReply, "payload" | "metadata">>, maxJsonDepth?: number) {
+    const { attempts } = runner({ execute: async () => "done" }, undefined, maxJsonDepth);
+    const t = await startedTask();
+    return (await attempts.run(t.lane, { ...t.run, ...over }, new AbortController()))?.outcome;
+  }
+  const agent = scripted("a").toJSON();
+  /** An array nested `depth` levels deep. */
+  const nested = (depth: number): JsonValue => (depth <= 1 ? [] : [nested(depth - 1)]);
+
+  it("fails the task with INVALID_PAYLOAD naming the part nested deeper than maxJsonDepth: agent, input or metadata", async () => {
+    const deep = nested(4);
+    expect(await runWith({ payload: JSON.stringify({ agent: { ...agent, extra: deep }, input: "x" }) }, 4)).toMatchObject({
+      status: "FAILED",
+      error: { code: ErrorCodes.INVALID_PAYLOAD, message: "invalid agent: agent: nested deeper than 4 levels of objects and arrays (maxJsonDepth)" },
+    });
+    expect(await runWith({ payload: JSON.stringify({ agent, input: nested(4) }) }, 3)).toMatchObject({
+      error: { code: ErrorCodes.INVALID_PAYLOAD, message: "invalid input: input: nested deeper than 3 levels of objects and arrays (maxJsonDepth)" },
+    });
+    expect(await runWith({ metadata: JSON.stringify({ m: nested(3) }) }, 3)).toMatchObject({
+      error: { code: ErrorCodes.INVALID_PAYLOAD, message: "invalid metadata: metadata: nested deeper than 3 levels of objects and arrays (maxJsonDepth)" },
+    });
+    // At the limit it runs.
+    expect(await runWith({ payload: JSON.stringify({ agent, input: nested(3) }) }, 3)).toMatchObject({ status: "COMPLETED" });
+  });
+
+  it("takes the shared default depth limit when given none", async () => {
+    const limit = DEFAULTS.maxJsonDepth;
+    expect(await runWith({ payload: JSON.stringify({ agent, input: nested(limit) }) })).toMatchObject({ status: "COMPLETED" });
+    expect(await runWith({ payload: JSON.stringify({ agent, input: nested(limit + 1) }) })).toMatchObject({
+      error: { code: ErrorCodes.INVALID_PAYLOAD, message: expect.stringContaining(`nested deeper than ${limit} levels`) },
+    });
+  });
+
+  it("says a payload of null is not a payload (no TypeError from looking inside it)", async () => {
+    const outcome = await runWith({ payload: "null" });
+    expect(outcome).toMatchObject({ status: "FAILED", error: { code: ErrorCodes.INVALID_PAYLOAD } });
+    expect(outcome?.error?.message).toMatch(/^corrupt payload of task at\/t\d+: /);
   });
 });
