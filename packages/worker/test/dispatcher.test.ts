@@ -12,11 +12,11 @@ import type { OutcomeRecorder } from "../src/outcome-recorder.ts";
 // record their calls (each has tests of its own against Redis); the in-flight table is the real one.
 
 interface Call {
-  what: "run" | "record" | "deadLetter";
+  what: "run" | "record" | "deadLetter" | "failCorrupt";
   args: unknown[];
 }
 
-function setup(behaviour: { run?: () => Promise<unknown>; deadLetter?: () => Promise<void> } = {}) {
+function setup(behaviour: { run?: () => Promise<unknown>; deadLetter?: () => Promise<void>; failCorrupt?: () => Promise<void> } = {}) {
   const calls: Call[] = [];
   const errors: unknown[] = [];
   const { log, lines } = recordingLogger();
@@ -31,6 +31,10 @@ function setup(behaviour: { run?: () => Promise<unknown>; deadLetter?: () => Pro
     deadLetter: (...args: unknown[]) => {
       calls.push({ what: "deadLetter", args });
       return (behaviour.deadLetter ?? (async () => {}))();
+    },
+    failCorrupt: (...args: unknown[]) => {
+      calls.push({ what: "failCorrupt", args });
+      return (behaviour.failCorrupt ?? (async () => {}))();
     },
   } as unknown as OutcomeRecorder;
   let freed = 0;
@@ -129,5 +133,30 @@ describe("Dispatcher", () => {
     await s.settled();
     expect(s.errors).toEqual([boom]);
     expect(s.lines.filter((l) => l.level === "error").map((l) => l.fields)).toEqual([{ queue: "q", entryId: "1-0", err: boom }]);
+  });
+
+  it("takes out the task of a corrupt record, held under its id meanwhile", async () => {
+    const s = setup();
+    s.dispatcher.dispatch("q", { ...at("corrupt"), taskId: "q/bad", reason: "seq is not a number" } as StartReply, false);
+    expect(s.inFlight.taskIds()).toEqual(["q/bad"]);
+    await s.settled();
+    expect(s.calls).toEqual([{ what: "failCorrupt", args: [lane, "1-0", "q/bad", "seq is not a number"] }]);
+    expect(s.errors).toEqual([]);
+  });
+
+  it("hands a failure to take out a corrupt record to onError and logs it", async () => {
+    const boom = new Error("no dead letters today");
+    const s = setup({
+      failCorrupt: async () => {
+        throw boom;
+      },
+    });
+    s.dispatcher.dispatch("q", { ...at("corrupt"), taskId: "q/bad", reason: "seq is not a number" } as StartReply, false);
+    await s.settled();
+    expect(s.errors).toEqual([boom]);
+    expect(s.lines.filter((l) => l.level === "error")).toEqual([
+      { level: "error", message: "could not dead-letter entry", fields: { queue: "q", entryId: "1-0", err: boom } },
+    ]);
+    expect(s.inFlight.size).toBe(0);
   });
 });
