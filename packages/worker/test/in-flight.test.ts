@@ -1,0 +1,59 @@
+import type { Lane } from "@flotilla/broker";
+import { describe, expect, it } from "vitest";
+import { InFlight } from "../src/in-flight.ts";
+
+// The in-flight table on its own (no Redis): the dispatcher, lease keeper and session tests use it too.
+const lane: Lane = { queue: "q", priority: "normal" };
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+describe("InFlight", () => {
+  it("marks a held entry as settling, and ignores an entry it does not hold", async () => {
+    const inFlight = new InFlight(() => {});
+    inFlight.track(
+      lane,
+      "1-0",
+      "q/t",
+      () => sleep(10),
+      () => {},
+    );
+    inFlight.markSettling(lane, "1-0");
+    expect(inFlight.get(lane, "1-0")?.settling).toBe(true);
+    expect(() => inFlight.markSettling(lane, "2-0")).not.toThrow();
+    expect(() => inFlight.markSettling({ queue: "q", priority: "high" }, "1-0")).not.toThrow();
+    expect(inFlight.has(lane, "2-0")).toBe(false);
+    await inFlight.settled();
+  });
+
+  it("without a timeout, waits for everything held however long it takes", async () => {
+    const inFlight = new InFlight(() => {});
+    let done = false;
+    inFlight.track(
+      lane,
+      "1-0",
+      "q/slow",
+      async () => {
+        await sleep(50);
+        done = true;
+      },
+      () => {},
+    );
+    expect(await inFlight.settled()).toBe(true);
+    expect(done).toBe(true);
+    expect(inFlight.size).toBe(0);
+  });
+
+  it("with a timeout, gives up on what is still running", async () => {
+    const inFlight = new InFlight(() => {});
+    let release = () => {};
+    inFlight.track(
+      lane,
+      "1-0",
+      "q/stuck",
+      () => new Promise<void>((r) => (release = r)),
+      () => {},
+    );
+    expect(await inFlight.settled(20)).toBe(false);
+    release();
+    expect(await inFlight.settled(5_000)).toBe(true);
+  });
+});
