@@ -3,7 +3,7 @@ import { createKeys, DEFAULT_RETENTION, type Priority } from "@flotilla/core";
 import type { SettleInput, StartReply } from "@flotilla/store";
 import { newTask, TestTaskStore } from "@flotilla/store/testing";
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { Settler } from "../src/settler.ts";
 
 const redis = testRedis();
@@ -102,5 +102,19 @@ describe("Settler", () => {
     const [o] = await running("bare", 1, "FAILED");
     const settler = new Settler(store, "w");
     expect(await settler.settle("bare", { ...o!, error: { message: "x", code: "AGENT_ERROR" } })).toEqual({ ok: true, status: "FAILED", deadLettered: true });
+  });
+
+  it("schedules one flush for the outcomes of a tick, however many come in", async () => {
+    const outcomes = await running("once", 3);
+    const settler = new Settler(store, "w");
+    const schedule = vi.spyOn(globalThis, "setImmediate");
+    let results: Array<Promise<unknown>>;
+    try {
+      results = outcomes.map((o) => settler.settle("once", o));
+      expect(schedule).toHaveBeenCalledTimes(1);
+    } finally {
+      schedule.mockRestore();
+    }
+    expect(await Promise.all(results)).toHaveLength(3);
   });
 });
