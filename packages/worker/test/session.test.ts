@@ -1,5 +1,6 @@
 import { ErrorCodes, type Logger } from "@flotilla/core";
-import { purgePrefix, redisUrl, startRedisServer, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { purgePrefix, recordingLogger, redisUrl, scripted, startRedisServer, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { useFlotilla } from "@flotilla/testing/vitest";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { type ReadinessState, Worker } from "../src/index.ts";
@@ -36,7 +37,11 @@ describe("a worker's connections", () => {
       const logged = lines.find((l) => l.message === "redis connection error")!;
       expect(logged.fields.err).toBeInstanceOf(Error);
       expect(w.ready).toBe(false);
-      expect(w.readiness.reasons.map((r) => r.reason)).toContain("redis");
+      expect(w.readiness.reasons).toContainEqual({
+        reason: "redis",
+        detail: expect.stringMatching(/^the connection to Redis at .+ is down$/),
+        since: expect.any(Number),
+      });
 
       await server.up();
       await waitFor(async () => w.ready, { what: "the worker ready again", timeoutMs: 10_000 });
@@ -105,5 +110,90 @@ describe("a worker's connections", () => {
     } finally {
       await server.stop();
     }
+  });
+});
+
+describe("a worker session's wiring", () => {
+  const h = useFlotilla("session-wiring");
+
+  it("logs a heartbeat that failed, and a heartbeat it could not remove at stop, and carries on", async () => {
+    const { log, lines } = recordingLogger();
+    const w = await h.worker({ queues: ["hb"], heartbeatTtlMs: 300, logger: log });
+    // The fleet's index of workers becomes a string: each beat's ZADD is refused, and so is the ZREM at stop.
+    await h.redis.del(h.keys.workers());
+    await h.redis.set(h.keys.workers(), "not a sorted set");
+    await waitFor(async () => lines.some((l) => l.message === "heartbeat failed"), { what: "a failed heartbeat logged" });
+    expect(lines.find((l) => l.message === "heartbeat failed")).toEqual({
+      level: "warn",
+      message: "heartbeat failed",
+      fields: { err: expect.objectContaining({ message: expect.stringMatching(/^WRONGTYPE/) }) },
+    });
+    // Still claiming and running.
+    expect((await h.until(await h.submit(scripted("echo"), "x", { queue: "hb" }))).status).toBe("COMPLETED");
+    await h.stopWorkers({ workers: [w] });
+    expect(lines.filter((l) => l.message === "could not remove heartbeat")).toEqual([
+      { level: "warn", message: "could not remove heartbeat", fields: { err: expect.objectContaining({ message: expect.stringMatching(/^WRONGTYPE/) }) } },
+    ]);
+    await h.redis.del(h.keys.workers());
+  });
+
+  it("tells no readiness change while it stops: its connections close on purpose", async () => {
+    const w = await h.worker({ queues: ["quiet"] });
+    const told: ReadinessState[] = [];
+    w.on("worker:readiness", (state) => told.push(state));
+    await h.stopWorkers({ workers: [w] });
+    // The sockets close after stop() resolves (QUIT's reply comes first): give them time to.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(told).toEqual([]);
+  });
+
+  it("is not ready while its claims fail, though connected", async () => {
+    const w = await h.worker({ queues: ["refused"], blockMs: 50 });
+    expect(w.ready).toBe(true);
+    // A lane that is not a stream: every claim is refused (WRONGTYPE).
+    await h.redis.del(h.keys.lane("refused", "low"));
+    await h.redis.set(h.keys.lane("refused", "low"), "x");
+    await waitFor(async () => w.readiness.reasons.some((r) => r.reason === "claiming"), { what: "the claims failing" });
+    expect(w.ready).toBe(false);
+    expect(w.readiness.ready).toBe(false);
+    await h.redis.del(h.keys.lane("refused", "low"));
+  });
+
+  it("keeps its dead letters to about retention.deadLetterMaxLen", async () => {
+    const w = await h.worker({ queues: ["dl"], concurrency: 20, retention: { deadLetterMaxLen: 1 } });
+    let dead = 0;
+    w.on("entry:dead-lettered", () => void dead++);
+    const lane = h.keys.lane("dl", "normal");
+    const pipeline = h.redis.pipeline();
+    for (let i = 0; i < 150; i++) pipeline.xadd(lane, "*", "junk", String(i));
+    await pipeline.exec();
+    await waitFor(async () => dead === 150, { what: "150 malformed entries dead-lettered", timeoutMs: 20_000 });
+    // Trimmed a stream node (100 entries) at a time: far fewer than 150 are left, however many.
+    expect(await h.redis.xlen(h.keys.deadLetters("dl"))).toBeLessThan(100);
+  });
+
+  it("claims again as soon as a slot frees, not when its next timer is due", async () => {
+    // Two queues (no settle call claims for the freed slot: only a one-queue worker's does), and
+    // promotion and reclaiming a minute away. A dead letter is written outside the settler: only the
+    // freed slot itself wakes the claim loop for the next entry.
+    const w = await h.worker({ queues: ["slot-a", "slot-b"], concurrency: 1, promoteIntervalMs: 60_000, leaseMs: 60_000 });
+    let dead = 0;
+    w.on("entry:dead-lettered", () => void dead++);
+    for (let i = 0; i < 2; i++) await h.redis.xadd(h.keys.lane("slot-a", "normal"), "*", "junk", String(i));
+    await waitFor(async () => dead === 2, { what: "both malformed entries dead-lettered", timeoutMs: 10_000 });
+    const id = await h.submit(scripted("echo"), "x", { queue: "slot-a" });
+    expect((await h.until(id, undefined, { timeoutMs: 10_000 })).status).toBe("COMPLETED");
+  });
+
+  it("runs the tasks its settle calls claimed for the slots they freed", async () => {
+    // Waiting before the worker starts: each outcome's settle call claims the next (one queue).
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push(await h.submit(scripted("echo"), "x", { queue: "chained" }));
+    await h.worker({ queues: ["chained"], concurrency: 1, leaseMs: 60_000 });
+    const records = [];
+    for (const id of ids) records.push(await h.until(id, undefined, { timeoutMs: 10_000 }));
+    expect(records.map((r) => r.status)).toEqual(Array(4).fill("COMPLETED"));
+    // One script call ended each and started the next, at one time (Redis's, for both).
+    for (let i = 1; i < records.length; i++) expect(records[i]!.startedAt).toBe(records[i - 1]!.completedAt);
   });
 });
