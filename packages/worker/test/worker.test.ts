@@ -1,10 +1,10 @@
 import { defineTool } from "@flotilla/agent";
 import { CONSUMER_GROUP } from "@flotilla/core";
-import { scripted, waitFor } from "@flotilla/testing";
+import { recordingLogger, scripted, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { ExecutionContext, TaskEndEvent } from "../src/index.ts";
+import { type ExecutionContext, type TaskEndEvent, Worker } from "../src/index.ts";
 
 describe("Worker", () => {
   const h = useFlotilla("worker");
@@ -184,8 +184,9 @@ describe("Worker", () => {
     expect(await h.store.get(later)).toMatchObject({ status: "PENDING" });
   });
 
-  it('stop({ onDeadline: "cancel" }) cancels what is still running at the drain deadline, with code SHUTDOWN', async () => {
-    const w = await h.worker({ queues: ["deadline"] });
+  it('stop({ onDeadline: "cancel" }) cancels what is still running at the drain deadline, with code SHUTDOWN, and logs which tasks', async () => {
+    const { log, lines } = recordingLogger();
+    const w = await h.worker({ queues: ["deadline"], logger: log });
     const ended = new Promise<TaskEndEvent>((resolve) => w.once("task:ended", resolve));
     const started = new Promise((resolve) => w.once("task:started", resolve));
     const id = await h.submit(scripted("endless", { tokenDelayMs: 100 }), "a ".repeat(500), { queue: "deadline" });
@@ -197,6 +198,9 @@ describe("Worker", () => {
       error: { code: "SHUTDOWN", message: `worker ${w.workerId} shut down before the task finished` },
     });
     expect((await h.events(id)).at(-1)).toMatchObject({ type: "status", status: "cancelled" });
+    expect(lines.filter((l) => l.level === "warn")).toEqual([
+      { level: "warn", message: "drain deadline reached: cancelling running tasks", fields: { tasks: [id] } },
+    ]);
   });
 
   it("stop() hands what is still running at the drain deadline back to the queue, for another worker", async () => {
@@ -208,5 +212,29 @@ describe("Worker", () => {
     expect(await h.store.get(id)).toMatchObject({ status: "RETRYING", retries: 0, error: { code: "SHUTDOWN" } });
     const next = await h.worker({ queues: ["handover"], promoteIntervalMs: 50 });
     expect(await h.until(id)).toMatchObject({ status: "COMPLETED", attempt: 2, workerId: next.workerId, retries: 0 });
+  });
+
+  it("cannot be started again after a start that connected and then failed", async () => {
+    let thrown = false;
+    const { log } = recordingLogger();
+    const logger = {
+      ...log,
+      info: (message: string, fields?: Record<string, unknown>) => {
+        // The line that ends start(): it fails once, after the session is open.
+        if (message === "worker started" && !thrown) {
+          thrown = true;
+          throw new Error("log sink full");
+        }
+        log.info(message, fields);
+      },
+    };
+    const w = new Worker({ redis: h.url, prefix: h.prefix, queues: ["restart"], logger });
+    try {
+      await expect(w.start()).rejects.toThrow("log sink full");
+      // Its session (connections, claiming) is open: a second one would be opened beside it.
+      await expect(w.start()).rejects.toMatchObject({ code: "ALREADY_STARTED" });
+    } finally {
+      await w.stop({ drainTimeoutMs: 0 });
+    }
   });
 });
