@@ -385,7 +385,8 @@ export class ClaimScheduler {
     let failed: unknown;
     for (const [queue, list] of byQueue) {
       try {
-        for (const reply of await this.deps.store.startEntries(queue, this.opts.workerId, list, reclaimed)) this.deps.dispatch(queue, reply, reclaimed, leaseFrom);
+        for (const reply of await this.deps.store.startEntries(queue, this.opts.workerId, list, reclaimed))
+          this.deps.dispatch(queue, reply, reclaimed, leaseFrom);
       } catch (err) {
         // Its entries stay pending (reclaimed once their lease lapses); the other queues' start now.
         if (isMissingGroup(err)) throw err;
