@@ -22,6 +22,11 @@ export const ErrorCodes = {
   CANCELLED: "CANCELLED",
   SHUTDOWN: "SHUTDOWN",
   STALE_ATTEMPT: "STALE_ATTEMPT",
+  /**
+   * A run its worker stopped itself: its lease could not be renewed in time (Redis unreachable), so
+   * another worker may take the task over. Nothing is recorded for the attempt; the next holder runs it.
+   */
+  LEASE_EXPIRED: "LEASE_EXPIRED",
   DELIVERY_LIMIT: "DELIVERY_LIMIT",
   UNRECOVERABLE: "UNRECOVERABLE",
   /** A task names a memory store its worker does not have. */

@@ -71,6 +71,17 @@ export class EventPublisher {
     }
   }
 
+  /**
+   * The attempt is no longer this publisher's to speak for (its worker stopped the run: the lease
+   * could not be renewed): drops what is buffered and sends nothing more, without waiting for Redis.
+   * A batch already on its way may still land; Redis fences it on the attempt.
+   */
+  abandon(): void {
+    this.stale = true;
+    this.buffer = [];
+    this.types = [];
+  }
+
   /** Sends what is buffered; resolves when every event emitted so far is in Redis. */
   flush(): Promise<void> {
     if (this.buffer.length > 0) {

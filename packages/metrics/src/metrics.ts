@@ -8,6 +8,7 @@ export const METRICS = {
   cancelled: "flotilla.tasks.cancelled",
   retried: "flotilla.tasks.retried",
   deadLettered: "flotilla.tasks.dead_lettered",
+  selfFenced: "flotilla.tasks.self_fenced",
   queueDepth: "flotilla.queue.depth",
   queuePending: "flotilla.queue.pending",
   duration: "flotilla.task.duration",
@@ -115,6 +116,7 @@ export class FlotillaMetrics {
     counter(METRICS.cancelled, "Tasks cancelled");
     counter(METRICS.retried, "Attempts that ended in a retry");
     counter(METRICS.deadLettered, "Queue entries moved to the dead-letter stream", "{entry}");
+    counter(METRICS.selfFenced, "Runs a worker stopped itself because it could not renew their lease in time (Redis out of reach)", "{run}");
     counter(METRICS.eventsEmitted, "Task events published", "{event}");
     // Durations in seconds, as Prometheus and OpenTelemetry's conventions have them.
     const histogram = (name: string, description: string, buckets: readonly number[]) =>

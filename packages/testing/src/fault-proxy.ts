@@ -14,6 +14,13 @@ export interface FaultProxy {
    * call; arming again replaces a fault that has not fired yet.
    */
   dropReplyAfter(requests: string[], reply: string): void;
+  /**
+   * Cuts the network without closing anything, as a partition does: from now on every byte either
+   * way is held (connections stay open, new ones are accepted and held too) until `heal()`, which
+   * delivers what was held, in order, as TCP's retransmissions do once a short partition ends.
+   */
+  partition(): void;
+  heal(): void;
   close(): Promise<void>;
 }
 
@@ -37,6 +44,10 @@ export async function startFaultProxy(target: { host: string; port: number }): P
   let armed: { requests: string[]; reply: string } | undefined;
   let drops = 0;
   const sockets = new Set<net.Socket>();
+  /** While partitioned: each held write, to be done on heal. */
+  let held: Array<() => void> | undefined;
+  /** Writes now, or on heal while partitioned. */
+  const deliver = (write: () => void) => (held ? held.push(write) : write());
   const server = net.createServer((client) => {
     const upstream = net.connect(target);
     sockets.add(client).add(upstream);
@@ -53,9 +64,13 @@ export async function startFaultProxy(target: { host: string; port: number }): P
       } else {
         requestTail = tailOf(requestTail, d, Math.max(...fault.requests.map((r) => r.length)));
       }
-      upstream.write(d);
+      deliver(() => upstream.write(d));
     });
     upstream.on("data", (d: Buffer) => {
+      if (held) {
+        held.push(() => upstream.emit("data", d));
+        return;
+      }
       if (watching) {
         if (seen(replyTail, d, watching)) {
           watching = undefined;
@@ -91,6 +106,14 @@ export async function startFaultProxy(target: { host: string; port: number }): P
       if (requests.length === 0 || requests.some((r) => !r) || !reply)
         throw ValidationError.of("dropReplyAfter", "requests", "give non-empty requests and reply");
       armed = { requests, reply };
+    },
+    partition() {
+      held ??= [];
+    },
+    heal() {
+      const writes = held ?? [];
+      held = undefined;
+      for (const write of writes) write();
     },
     async close() {
       for (const s of sockets) s.destroy();

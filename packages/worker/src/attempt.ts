@@ -177,10 +177,16 @@ export class AttemptRunner {
         outcome = { attempt, status: "COMPLETED", agent: agentName, result: result ?? null };
       } catch (err) {
         outcome = this.failure(start, agentName, controller.signal, err);
-        if (outcome.status !== "CANCELLED" && !publisher.isStale) {
-          publisher.emit({ type: "error", message: outcome.error!.message, code: outcome.error!.code });
+        if (lostClaim(controller.signal)) {
+          // Self-fenced: the next holder speaks for the task; nothing of this attempt is written, and
+          // nothing waits on a Redis this worker cannot reach.
+          if (!publisher.isStale) publisher.abandon();
+        } else {
+          if (outcome.status !== "CANCELLED" && !publisher.isStale) {
+            publisher.emit({ type: "error", message: outcome.error!.message, code: outcome.error!.code });
+          }
+          await publisher.flush().catch(() => {});
         }
-        await publisher.flush().catch(() => {});
       } finally {
         if (timer) clearTimeout(timer);
       }
@@ -191,9 +197,9 @@ export class AttemptRunner {
       return outcome;
     });
     metrics.record(METRICS.duration, (performance.now() - runStarted) / 1000, { ...attrs, status: outcome.status });
-    const reason: unknown = controller.signal.reason;
-    // Lost its claim: another worker runs the task now and owns its outcome.
-    if (reason instanceof AbortReason && reason.code === ErrorCodes.STALE_ATTEMPT) return undefined;
+    // Lost its claim (another worker runs the task now), or stopped itself before another may: the
+    // next holder owns the outcome.
+    if (lostClaim(controller.signal)) return undefined;
     return { outcome: usage ? { ...outcome, usage } : outcome, traceId };
   }
 
@@ -217,6 +223,12 @@ export class AttemptRunner {
     }
     return { attempt, status: "FAILED", agent, error };
   }
+}
+
+/** The run was aborted because the task is no longer (or may soon no longer be) this worker's. */
+function lostClaim(signal: AbortSignal): boolean {
+  const reason: unknown = signal.reason;
+  return reason instanceof AbortReason && (reason.code === ErrorCodes.STALE_ATTEMPT || reason.code === ErrorCodes.LEASE_EXPIRED);
 }
 
 /** A task's trace carrier as stored (JSON), or undefined when it has none or it is unreadable. */

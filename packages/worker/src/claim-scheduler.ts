@@ -5,6 +5,7 @@ import type { StartReply, TaskStore } from "@flotilla/store";
 import { type InFlight, laneKey } from "./in-flight.ts";
 import { laneOrder } from "./lane-order.ts";
 import type { Readiness } from "./readiness.ts";
+import type { RedisLink } from "./redis-link.ts";
 
 /** Pause before claiming again after failure number 1, 2, …: 200 ms, doubling, at most 5 s. */
 const CLAIM_RETRY_BACKOFF: ExponentialBackoff = { baseMs: 100, maxMs: 5000 };
@@ -38,12 +39,17 @@ export interface SchedulerDeps {
   inFlight: InFlight;
   /** Outcomes handed to the settler and not yet written: their runs are over, their slots free. */
   settling: () => number;
-  /** Takes up a claimed entry (runs its task, or dead-letters it). */
-  dispatch: (queue: string, reply: StartReply, reclaimed: boolean) => void;
+  /**
+   * Takes up a claimed entry (runs its task, or dead-letters it); `leaseFrom`: when the request that
+   * claimed it was sent (monotonic ms).
+   */
+  dispatch: (queue: string, reply: StartReply, reclaimed: boolean, leaseFrom: number) => void;
   log: Logger;
   onError: (err: unknown) => void;
   /** Told when claims start failing (the worker is not ready) and when one works again. */
   readiness: Pick<Readiness, "raise" | "clear">;
+  /** Whether Redis can be reached: nothing is claimed while it cannot. */
+  link: Pick<RedisLink, "up" | "whenUp">;
 }
 
 /**
@@ -122,7 +128,7 @@ export class ClaimScheduler {
   /** Settler hook: how many entries the call settling a batch of `queue` should claim for the slots it frees. */
   settleClaim(_queue: string): { count: number; order: readonly Priority[] } | undefined {
     // Only a single-queue worker claims this way, and not when reclaiming is due (it needs slots of its own).
-    if (this.stopping || this.opts.queues.length !== 1 || Date.now() >= this.nextReclaimAt) return undefined;
+    if (this.stopping || this.opts.queues.length !== 1 || Date.now() >= this.nextReclaimAt || !this.deps.link.up) return undefined;
     const free = this.freeSlots();
     if (free <= 0) return undefined;
     this.reserved += free;
@@ -130,9 +136,9 @@ export class ClaimScheduler {
   }
 
   /** Settler hook: the entries a settle call claimed and started (`asked`: the count settleClaim gave). */
-  settleStarted(queue: string, replies: readonly StartReply[], asked: number): void {
+  settleStarted(queue: string, replies: readonly StartReply[], asked: number, sentAt: number): void {
     this.reserved -= asked;
-    for (const reply of replies) this.deps.dispatch(queue, reply, false);
+    for (const reply of replies) this.deps.dispatch(queue, reply, false, sentAt);
     this.wake();
   }
 
@@ -146,6 +152,13 @@ export class ClaimScheduler {
     // NOGROUP again before a claim works waits its backoff like any failure.
     let remade = false;
     while (!this.stopping) {
+      // Redis out of reach: claim nothing (a claim queued now would be answered only after the leases
+      // it gives may have lapsed) until it answers again.
+      if (!this.deps.link.up) {
+        await Promise.race([this.deps.link.whenUp(), new Promise<void>((resolve) => (this.wakeUp = resolve))]);
+        this.wakeUp = undefined;
+        continue;
+      }
       // Promotion needs no slot: it runs on time however busy the worker is.
       if (Date.now() >= this.nextPromoteAt) {
         try {
@@ -241,6 +254,7 @@ export class ClaimScheduler {
       for (const queue of this.opts.queues) {
         if (free - started <= 0) break;
         let replies: StartReply[];
+        const sentAt = performance.now();
         try {
           replies = await this.deps.store.claim(queue, this.opts.workerId, free - started, order);
         } catch (err) {
@@ -252,20 +266,23 @@ export class ClaimScheduler {
           continue;
         }
         started += replies.length;
-        for (const reply of replies) this.deps.dispatch(queue, reply, false);
+        for (const reply of replies) this.deps.dispatch(queue, reply, false, sentAt);
       }
       if (failed.length > 0 && failed.length === this.opts.queues.length) throw failed[0];
       for (const err of failed) this.deps.onError(err);
       if (started === 0) {
         const untilDue = Math.max(1, Math.min(this.nextReclaimAt, this.nextPromoteAt) - Date.now());
+        const sentAt = performance.now();
+        // Its entries' leases count from when the read was sent (Redis delivers them during it): a
+        // read blocks at most a third of the lease, so they never start with less than two thirds left.
         const entries = await this.deps.broker.block(
           this.deps.blocking.redis,
           this.opts.workerId,
           this.opts.queues,
           free,
-          Math.min(this.opts.blockMs, untilDue),
+          Math.min(this.opts.blockMs, untilDue, Math.floor(this.opts.leaseMs / 3)),
         );
-        await this.startClaimed(entries, false);
+        await this.startClaimed(entries, false, sentAt);
       }
     } finally {
       this.reserved -= free;
@@ -308,6 +325,7 @@ export class ClaimScheduler {
         }
         const lane: Lane = { queue, priority };
         let scan: Awaited<ReturnType<Broker["reclaim"]>>;
+        const sentAt = performance.now();
         try {
           scan = await this.deps.broker.reclaim(lane, this.opts.workerId, this.opts.leaseMs, free, this.reclaimCursors.get(laneKey(lane)) ?? "0-0");
         } catch (err) {
@@ -328,7 +346,7 @@ export class ClaimScheduler {
         for (const raw of taken) {
           this.deps.log.info("reclaimed a task whose lease lapsed", { queue, priority, entryId: raw.entryId, task: raw.fields?.task });
         }
-        await this.startClaimed(taken, true);
+        await this.startClaimed(taken, true, sentAt);
       }
     }
   }
@@ -350,13 +368,16 @@ export class ClaimScheduler {
     }
   }
 
-  /** Starts the tasks of entries this worker holds; malformed entries go to dispatch to be dead-lettered. */
-  private async startClaimed(entries: readonly RawEntry[], reclaimed: boolean): Promise<void> {
+  /**
+   * Starts the tasks of entries this worker holds; malformed entries go to dispatch to be
+   * dead-lettered. `leaseFrom`: when the request that claimed them was sent (monotonic ms).
+   */
+  private async startClaimed(entries: readonly RawEntry[], reclaimed: boolean, leaseFrom: number): Promise<void> {
     const byQueue = new Map<string, Array<{ priority: Priority; entryId: string; name: string }>>();
     for (const raw of entries) {
       const entry = parseEntry(raw);
       if (!entry.ok) {
-        this.deps.dispatch(raw.queue, { kind: "malformed", priority: raw.priority, entryId: raw.entryId, fields: raw.fields }, reclaimed);
+        this.deps.dispatch(raw.queue, { kind: "malformed", priority: raw.priority, entryId: raw.entryId, fields: raw.fields }, reclaimed, leaseFrom);
         continue;
       }
       byQueue.set(entry.queue, [...(byQueue.get(entry.queue) ?? []), { priority: entry.priority, entryId: entry.entryId, name: entry.name }]);
@@ -364,7 +385,8 @@ export class ClaimScheduler {
     let failed: unknown;
     for (const [queue, list] of byQueue) {
       try {
-        for (const reply of await this.deps.store.startEntries(queue, this.opts.workerId, list, reclaimed)) this.deps.dispatch(queue, reply, reclaimed);
+        for (const reply of await this.deps.store.startEntries(queue, this.opts.workerId, list, reclaimed))
+          this.deps.dispatch(queue, reply, reclaimed, leaseFrom);
       } catch (err) {
         // Its entries stay pending (reclaimed once their lease lapses); the other queues' start now.
         if (isMissingGroup(err)) throw err;

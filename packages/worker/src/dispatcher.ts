@@ -16,8 +16,21 @@ export class Dispatcher {
   private readonly recorder: OutcomeRecorder;
   private readonly log: Logger;
   private readonly onError: (err: unknown) => void;
+  private readonly lapsed: (leaseFrom: number) => boolean;
 
-  constructor(inFlight: InFlight, attempts: AttemptRunner, recorder: OutcomeRecorder, log: Logger, onError: (err: unknown) => void) {
+  /**
+   * @param lapsed whether a lease given at `leaseFrom` (monotonic ms) may have lapsed by now (see
+   *   LeaseKeeper.lapsed): a claim whose answer came that late is not run
+   */
+  constructor(
+    inFlight: InFlight,
+    attempts: AttemptRunner,
+    recorder: OutcomeRecorder,
+    log: Logger,
+    onError: (err: unknown) => void,
+    lapsed: (leaseFrom: number) => boolean,
+  ) {
+    this.lapsed = lapsed;
     this.inFlight = inFlight;
     this.attempts = attempts;
     this.recorder = recorder;
@@ -25,7 +38,11 @@ export class Dispatcher {
     this.onError = onError;
   }
 
-  dispatch(queue: string, reply: StartReply, reclaimed: boolean): void {
+  /**
+   * `leaseFrom`: when the request that claimed the entry was sent (monotonic ms; see
+   * Running.leaseFrom).
+   */
+  dispatch(queue: string, reply: StartReply, reclaimed: boolean, leaseFrom: number): void {
     const lane: Lane = { queue, priority: reply.priority };
     const { entryId } = reply;
     if (reply.kind === "skip") {
@@ -38,10 +55,17 @@ export class Dispatcher {
       this.onError(err);
     };
     if (reply.kind === "run") {
+      if (this.lapsed(leaseFrom)) {
+        // The claim's answer came back after its lease may have lapsed (Redis was out of reach):
+        // another worker may run the task already. The entry stays pending; whoever takes it over runs it.
+        this.log.warn("claim answered too late to run: leaving the task to whoever takes it over", { queue, entryId, taskId: reply.taskId });
+        return;
+      }
       this.inFlight.track(
         lane,
         entryId,
         reply.taskId,
+        leaseFrom,
         async (controller) => {
           const ended = await this.attempts.run(lane, reply, controller);
           if (ended) await this.recorder.record(lane, entryId, reply.taskId, ended.outcome, ended.traceId);
@@ -57,6 +81,7 @@ export class Dispatcher {
         lane,
         entryId,
         taskId,
+        leaseFrom,
         () => this.recorder.failCorrupt(lane, entryId, taskId, reply.reason),
         (err) => {
           this.log.error("could not dead-letter entry", { queue, entryId, err });
@@ -70,6 +95,7 @@ export class Dispatcher {
       lane,
       entryId,
       taskId ?? "",
+      leaseFrom,
       () => this.recorder.deadLetter(lane, entryId, reason, fields, taskId, extra),
       (err) => {
         this.log.error("could not dead-letter entry", { queue, entryId, err });

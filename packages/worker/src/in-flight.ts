@@ -13,6 +13,13 @@ export interface Running {
    * acknowledged at any moment, so a renewal that finds it gone has not lost it.
    */
   settling: boolean;
+  /**
+   * The latest moment (this process's monotonic clock, `performance.now()`) its lease is known to
+   * have been given or renewed from: when the request that claimed or renewed the entry was sent.
+   * Redis reset the entry's idle time at that moment or later, so no other worker can take the
+   * entry over before `leaseFrom + lease` (see LeaseKeeper).
+   */
+  leaseFrom: number;
 }
 
 export const laneKey = (lane: Lane): string => `${lane.queue}/${lane.priority}`;
@@ -43,11 +50,21 @@ export class InFlight {
     return this.runs.get(runKey(lane, entryId));
   }
 
-  /** Tracks `work` for the entry until it settles; its failure goes to `onError`, never further. */
-  track(lane: Lane, entryId: string, taskId: string, work: (controller: AbortController) => Promise<void>, onError: (err: unknown) => void): void {
+  /**
+   * Tracks `work` for the entry until it settles; its failure goes to `onError`, never further.
+   * `leaseFrom`: when the request that claimed the entry was sent (see Running.leaseFrom).
+   */
+  track(
+    lane: Lane,
+    entryId: string,
+    taskId: string,
+    leaseFrom: number,
+    work: (controller: AbortController) => Promise<void>,
+    onError: (err: unknown) => void,
+  ): void {
     const key = runKey(lane, entryId);
     const controller = new AbortController();
-    const running: Running = { lane, entryId, taskId, controller, done: Promise.resolve(), settling: false };
+    const running: Running = { lane, entryId, taskId, controller, done: Promise.resolve(), settling: false, leaseFrom };
     this.runs.set(key, running);
     running.done = work(controller)
       .catch(onError)
@@ -61,6 +78,19 @@ export class InFlight {
   markSettling(lane: Lane, entryId: string): void {
     const run = this.runs.get(runKey(lane, entryId));
     if (run) run.settling = true;
+  }
+
+  /** The entries' leases were renewed by a request sent at `sentAt` (monotonic ms). */
+  renewed(lane: Lane, entryIds: readonly string[], sentAt: number): void {
+    for (const entryId of entryIds) {
+      const run = this.runs.get(runKey(lane, entryId));
+      if (run && run.leaseFrom < sentAt) run.leaseFrom = sentAt;
+    }
+  }
+
+  /** Everything held now. */
+  all(): Running[] {
+    return [...this.runs.values()];
   }
 
   /** Ids of the tasks being run. */

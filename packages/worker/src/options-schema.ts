@@ -1,5 +1,5 @@
 import type { Agent, LanguageModel, OpenAICompatibleEndpoint, ProviderFactory, Swarm, Tool } from "@flotilla/agent";
-import { BackoffSchema, KeyPrefixSchema, type Logger, QueueNameSchema, RedisUrlSchema, type RunnableSpec } from "@flotilla/core";
+import { BackoffSchema, DEFAULTS, KeyPrefixSchema, type Logger, QueueNameSchema, RedisUrlSchema, type RunnableSpec } from "@flotilla/core";
 import type { RedisConnection } from "@flotilla/core/redis";
 import type { MemoryStore } from "@flotilla/memory";
 import type { FlotillaMetrics } from "@flotilla/metrics";
@@ -106,6 +106,21 @@ export const WorkerOptionsSchema = z
     metrics: shaped<FlotillaMetrics>(functions("add", "record")),
     gaugeIntervalMs: positive(),
     maxJsonDepth: positive(),
+    selfFenceMarginMs: positive(),
   })
   .partial()
-  .strict();
+  .strict()
+  .superRefine((o, ctx) => {
+    if (o.selfFenceMarginMs === undefined) return;
+    const leaseMs = o.leaseMs ?? DEFAULTS.leaseMs;
+    // Below a twentieth it no longer covers the fence's own check interval and clock drift; from a
+    // third on, one failed renewal (of the three a lease gets) would already stop runs.
+    if (o.selfFenceMarginMs < leaseMs / 20 || o.selfFenceMarginMs >= leaseMs / 3) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["selfFenceMarginMs"],
+        message: `must be at least a twentieth of leaseMs (${leaseMs}) and less than a third of it`,
+        input: o.selfFenceMarginMs,
+      });
+    }
+  });

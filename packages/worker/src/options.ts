@@ -69,6 +69,17 @@ export interface WorkerOptions {
    * @default 30_000
    */
   leaseMs?: number;
+  /**
+   * Self-fencing: a run whose lease this worker could not renew (Redis unreachable: a partition, an
+   * outage) is aborted this long before the lease could lapse, with reason LEASE_EXPIRED, so its
+   * tools stop before another worker may take the task over. Counted on the worker's monotonic
+   * clock from when the last renewal that worked was sent. It covers a difference in clock rate
+   * between this machine and Redis's (up to 1 % of the lease), the fence's check interval (a
+   * thirtieth of the lease) and the time a tool takes to heed its AbortSignal. At least a twentieth
+   * of `leaseMs`, less than a third (so one failed renewal stops nothing).
+   * @default a tenth of leaseMs
+   */
+  selfFenceMarginMs?: number;
   /** Wait between retries for tasks that do not set their own. @default { delayMs: 1000, maxDelayMs: 60000, jitter: 0.5 } */
   backoff?: BackoffOptions;
   /** How often to look for delayed tasks that fell due (any live worker moves them into the queue). @default 1_000 */
@@ -129,6 +140,7 @@ export interface ResolvedWorkerOptions {
   heartbeatTtlMs: number;
   blockMs: number;
   leaseMs: number;
+  selfFenceMarginMs: number;
   backoff: Backoff;
   promoteIntervalMs: number;
   fairnessEvery: number;
@@ -145,6 +157,7 @@ export interface ResolvedWorkerOptions {
 export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOptions {
   const o = parseInput(WorkerOptionsSchema, options, "worker options");
   const fairnessEvery = o.fairnessEvery ?? DEFAULTS.fairnessEvery;
+  const leaseMs = o.leaseMs ?? DEFAULTS.leaseMs;
   const agents = o.agents?.map((a) => parseInput(RunnableSpecSchema, "toJSON" in a ? a.toJSON() : a, "agent"));
   return {
     redis: o.redis,
@@ -160,7 +173,8 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     memory: o.memory,
     heartbeatTtlMs: o.heartbeatTtlMs ?? DEFAULTS.heartbeatTtlMs,
     blockMs: o.blockMs ?? DEFAULTS.blockMs,
-    leaseMs: o.leaseMs ?? DEFAULTS.leaseMs,
+    leaseMs,
+    selfFenceMarginMs: o.selfFenceMarginMs ?? Math.floor(leaseMs / 10),
     backoff: o.backoff ?? parseInput(BackoffSchema, {}, "backoff"),
     promoteIntervalMs: o.promoteIntervalMs ?? DEFAULTS.promoteIntervalMs,
     // 1 would let low and normal take turns first every round: the same as 2, said plainly.

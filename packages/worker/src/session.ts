@@ -18,6 +18,7 @@ import { LeaseKeeper } from "./lease-keeper.ts";
 import type { ResolvedWorkerOptions } from "./options.ts";
 import { OutcomeRecorder } from "./outcome-recorder.ts";
 import { Readiness, type ReadinessState } from "./readiness.ts";
+import { RedisLink } from "./redis-link.ts";
 import { Settler } from "./settler.ts";
 
 /** What the session tells the Worker, which turns it into its events. */
@@ -46,6 +47,7 @@ export class WorkerSession {
   private readonly cancels: CancelListener;
   private readonly heartbeat: Heartbeat;
   private readonly leases: LeaseKeeper;
+  private readonly link: RedisLink;
   private readonly gauges: Gauges;
   private readonly broker: Broker;
   private onDeadline: "release" | "cancel" = "release";
@@ -64,10 +66,27 @@ export class WorkerSession {
     this.broker = broker;
     this.cancels = new CancelListener(redis, hub, keys, { logger: log });
     this.inFlight = new InFlight(() => this.scheduler.wake());
+    // Redis is asked whether it answers at least every second (a third of a short lease).
+    const probeIntervalMs = Math.min(1000, Math.floor(options.leaseMs / 3));
+    this.link = new RedisLink(redis, this.readiness, {
+      probeIntervalMs,
+      probeTimeoutMs: Math.max(1000, 2 * probeIntervalMs),
+      where: describeRedis(redis),
+    });
+    this.leases = new LeaseKeeper(broker, this.inFlight, {
+      consumer: workerId,
+      leaseMs: options.leaseMs,
+      selfFenceMarginMs: options.selfFenceMarginMs,
+      log,
+      fenced: (run) => metrics.add(METRICS.selfFenced, 1, { queue: run.lane.queue }),
+    });
     const settler = new Settler(
       store,
       workerId,
-      { claim: (queue) => this.scheduler.settleClaim(queue), started: (queue, replies, asked) => this.scheduler.settleStarted(queue, replies, asked) },
+      {
+        claim: (queue) => this.scheduler.settleClaim(queue),
+        started: (queue, replies, asked, sentAt) => this.scheduler.settleStarted(queue, replies, asked, sentAt),
+      },
       // Two batches in flight: one runs here while Redis settles the other.
       Math.min(200, Math.max(1, Math.ceil(options.concurrency / 2))),
     );
@@ -98,7 +117,14 @@ export class WorkerSession {
       onDeadline: () => this.onDeadline,
       started: (taskId, attempt) => listener.started(taskId, attempt),
     });
-    const dispatcher = new Dispatcher(this.inFlight, attempts, this.recorder, log, (err) => listener.error(err));
+    const dispatcher = new Dispatcher(
+      this.inFlight,
+      attempts,
+      this.recorder,
+      log,
+      (err) => listener.error(err),
+      (leaseFrom) => this.leases.lapsed(leaseFrom),
+    );
     this.scheduler = new ClaimScheduler(options, {
       store,
       broker,
@@ -106,12 +132,12 @@ export class WorkerSession {
       command: conn,
       inFlight: this.inFlight,
       settling: () => settler.settling,
-      dispatch: (queue, reply, reclaimed) => dispatcher.dispatch(queue, reply, reclaimed),
+      dispatch: (queue, reply, reclaimed, leaseFrom) => dispatcher.dispatch(queue, reply, reclaimed, leaseFrom),
       log,
       onError: (err) => listener.error(err),
       readiness: this.readiness,
+      link: this.link,
     });
-    this.leases = new LeaseKeeper(broker, this.inFlight, workerId, options.leaseMs, log);
     this.heartbeat = new Heartbeat(redis, keys, {
       workerId,
       queues: options.queues,
@@ -149,8 +175,7 @@ export class WorkerSession {
       throw err;
     }
     const session = new WorkerSession(options, conn, blocking, hub, listener);
-    conn.redis.on("close", session.connectionLost);
-    conn.redis.on("ready", session.connectionBack);
+    session.link.start();
     for (const queue of options.queues) await session.broker.ensureGroup(queue);
     await session.cancels.start();
     await session.heartbeat.start();
@@ -160,13 +185,10 @@ export class WorkerSession {
     return session;
   }
 
-  /** Connected to Redis, claiming, and the last claim worked. */
+  /** Redis within reach, claiming, and the last claim worked. */
   get ready(): boolean {
-    return this.scheduler.claiming && this.conn.redis.status === "ready" && this.readiness.ready;
+    return this.scheduler.claiming && this.link.up && this.readiness.ready;
   }
-
-  private readonly connectionLost = () => this.readiness.raise("redis", `the connection to Redis at ${describeRedis(this.conn.redis)} is down`);
-  private readonly connectionBack = () => this.readiness.clear("redis");
 
   /**
    * Stops claiming, lets running tasks finish for up to `drainTimeoutMs`, hands back (or cancels)
@@ -178,8 +200,7 @@ export class WorkerSession {
     this.gauges.stop();
     await this.scheduler.stop();
     // Stopping is no readiness change to report: the connections close on purpose below.
-    this.conn.redis.off("close", this.connectionLost);
-    this.conn.redis.off("ready", this.connectionBack);
+    this.link.stop();
     if (!(await this.inFlight.settled(drainTimeoutMs))) {
       log.warn(`drain deadline reached: ${onDeadline === "release" ? "handing back" : "cancelling"} running tasks`, { tasks: this.inFlight.taskIds() });
       this.inFlight.abortAll(new AbortReason(ErrorCodes.SHUTDOWN, `worker ${this.options.workerId} shut down before the task finished`));

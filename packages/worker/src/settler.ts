@@ -13,8 +13,11 @@ export interface SettlerHooks {
    * claim for the slots it frees, or undefined for none.
    */
   claim?(queue: string): { count: number; order: readonly Priority[] } | undefined;
-  /** Gets the tasks a batch claimed and started (`asked`: the count `claim` returned, 0 if none). */
-  started?(queue: string, replies: StartReply[], asked: number): void;
+  /**
+   * Gets the tasks a batch claimed and started (`asked`: the count `claim` returned, 0 if none;
+   * `sentAt`: when the call was sent, monotonic ms: their leases run from then).
+   */
+  started?(queue: string, replies: StartReply[], asked: number, sentAt: number): void;
 }
 
 /**
@@ -70,6 +73,7 @@ export class Settler {
   private async send(queue: string, batch: Waiting[]): Promise<void> {
     const claim = this.hooks.claim?.(queue);
     let started: StartReply[] = [];
+    const sentAt = performance.now();
     try {
       const reply = await this.store.settle(
         queue,
@@ -84,6 +88,6 @@ export class Settler {
       this.pending -= batch.length;
       for (const w of batch) w.reject(err);
     }
-    this.hooks.started?.(queue, started, claim?.count ?? 0);
+    this.hooks.started?.(queue, started, claim?.count ?? 0, sentAt);
   }
 }

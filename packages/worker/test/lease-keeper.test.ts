@@ -1,12 +1,12 @@
 import type { Lane } from "@flotilla/broker";
 import { TestBroker } from "@flotilla/broker/testing";
-import { createKeys, DEFAULT_RETENTION, ErrorCodes, silentLogger } from "@flotilla/core";
+import { createKeys, DEFAULT_RETENTION, ErrorCodes, type Logger, silentLogger } from "@flotilla/core";
 import { FlotillaMetrics } from "@flotilla/metrics";
 import { newTask, TestTaskStore } from "@flotilla/store/testing";
 import { purgePrefix, recordingLogger, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { AbortReason } from "../src/abort-reason.ts";
-import { InFlight } from "../src/in-flight.ts";
+import { InFlight, type Running } from "../src/in-flight.ts";
 import { LeaseKeeper } from "../src/lease-keeper.ts";
 import { OutcomeRecorder } from "../src/outcome-recorder.ts";
 import { Settler } from "../src/settler.ts";
@@ -37,7 +37,7 @@ class FlakyBroker extends TestBroker {
 }
 
 /** Claims one new entry of `queue` for `consumer` and holds it in `inFlight` until aborted. */
-async function hold(broker: TestBroker, inFlight: InFlight, queue: string, name: string, consumer = "w1") {
+async function hold(broker: TestBroker, inFlight: InFlight, queue: string, name: string, consumer = "w1", leaseFrom = performance.now()) {
   await broker.ensureGroup(queue);
   await broker.enqueue(queue, name);
   const blocking = redis.duplicate();
@@ -49,6 +49,7 @@ async function hold(broker: TestBroker, inFlight: InFlight, queue: string, name:
     lane,
     entry!.entryId,
     `${queue}/${name}`,
+    leaseFrom,
     (controller) => {
       signal = controller.signal;
       return new Promise<void>((resolve) => controller.signal.addEventListener("abort", () => resolve()));
@@ -57,6 +58,10 @@ async function hold(broker: TestBroker, inFlight: InFlight, queue: string, name:
   );
   return { lane, entryId: entry!.entryId, signal: signal! };
 }
+
+/** A lease keeper for consumer w1 with the default margin (a tenth of the lease). */
+const keeperOf = (broker: TestBroker, inFlight: InFlight, leaseMs: number, log: Logger, fenced?: (run: Running) => void) =>
+  new LeaseKeeper(broker, inFlight, { consumer: "w1", leaseMs, selfFenceMarginMs: Math.floor(leaseMs / 10), log, fenced });
 
 describe("LeaseKeeper", () => {
   it("aborts, as stale, the runs whose entries another consumer took over, and keeps the others", async () => {
@@ -67,7 +72,7 @@ describe("LeaseKeeper", () => {
     const taken = await hold(broker, inFlight, "lk-a", "taken");
     // Another worker takes the second entry over, as a reclaim after a lapsed lease does.
     await redis.xclaim(keys.lane("lk-a", "normal"), "flotilla", "w2", 0, taken.entryId);
-    const keeper = new LeaseKeeper(broker, inFlight, "w1", 60_000, log);
+    const keeper = keeperOf(broker, inFlight, 60_000, log);
     await keeper.renew();
     expect(kept.signal.aborted).toBe(false);
     expect(taken.signal.aborted).toBe(true);
@@ -108,6 +113,7 @@ describe("LeaseKeeper", () => {
         lane,
         run.entryId,
         run.taskId,
+        performance.now(),
         (controller) => {
           signal = controller.signal;
           return new Promise<void>((resolve) => controller.signal.addEventListener("abort", () => resolve()));
@@ -124,7 +130,7 @@ describe("LeaseKeeper", () => {
       broker.beforeRenew = undefined;
       await recorder.record(done.lane, done.run.entryId, done.run.taskId, { attempt: done.run.attempt, status: "COMPLETED", agent: "a", result: 1 });
     };
-    await new LeaseKeeper(broker, inFlight, "w1", 60_000, log).renew();
+    await keeperOf(broker, inFlight, 60_000, log).renew();
     expect(await redis.xpending(keys.lane(queue, "normal"), "flotilla", "-", "+", 10)).toEqual([
       [taken.run.entryId, "w2", expect.any(Number), expect.any(Number)],
     ]);
@@ -146,7 +152,7 @@ describe("LeaseKeeper", () => {
     broker.failFor = "lk-b";
     // An entry the broker calls lost that this worker finished meanwhile.
     broker.extraLost = ["999-0"];
-    const keeper = new LeaseKeeper(broker, inFlight, "w1", 60_000, log);
+    const keeper = keeperOf(broker, inFlight, 60_000, log);
     await keeper.renew();
     expect(failing.signal.aborted).toBe(false);
     expect(other.signal.aborted).toBe(true);
@@ -159,8 +165,9 @@ describe("LeaseKeeper", () => {
   it("renews every third of the lease once started, without keeping the process alive, until stopped", async () => {
     const broker = new FlakyBroker(redis, keys);
     const inFlight = new InFlight(() => {});
-    await hold(broker, inFlight, "lk-d", "one");
-    const keeper = new LeaseKeeper(broker, inFlight, "w1", 90, recordingLogger().log);
+    // A lease dated in the future never lapses here: this test is about the renewal timer, not the fence.
+    await hold(broker, inFlight, "lk-d", "one", "w1", Number.POSITIVE_INFINITY);
+    const keeper = keeperOf(broker, inFlight, 90, recordingLogger().log);
     const refTimers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
     const before = refTimers();
     keeper.start();
@@ -176,5 +183,92 @@ describe("LeaseKeeper", () => {
     keeper.start();
     await waitFor(async () => broker.renewals > stoppedAt, { what: "renewals after a restart" });
     keeper.stop();
+  });
+});
+
+describe("LeaseKeeper: self-fencing", () => {
+  it("aborts, as LEASE_EXPIRED, a run whose lease was last given or renewed a lease less the margin ago, and no other", async () => {
+    const broker = new FlakyBroker(redis, keys);
+    const inFlight = new InFlight(() => {});
+    const { log, lines } = recordingLogger();
+    const fenced: string[] = [];
+    const keeper = keeperOf(broker, inFlight, 10_000, log, (run) => fenced.push(run.taskId));
+    // Whole milliseconds, so that the boundary below is exact in floating point.
+    const now = Math.round(performance.now());
+    // Lease 10 s, margin 1 s: a run whose lease dates from 9 s ago may lapse within the margin.
+    const old = await hold(broker, inFlight, "lk-f", "old", "w1", now - 9_000);
+    const fresh = await hold(broker, inFlight, "lk-f", "fresh", "w1", now - 8_990);
+    const settling = await hold(broker, inFlight, "lk-f", "settling", "w1", now - 20_000);
+    inFlight.markSettling(settling.lane, settling.entryId);
+    keeper.fence(now);
+    expect(old.signal.aborted).toBe(true);
+    const reason = old.signal.reason as AbortReason;
+    expect(reason).toBeInstanceOf(AbortReason);
+    expect(reason.code).toBe(ErrorCodes.LEASE_EXPIRED);
+    expect(reason.message).toBe("the lease could not be renewed for 9000 ms of 10000: another worker may take the task over");
+    // A run whose outcome is being written runs nothing of its own any more.
+    expect(fresh.signal.aborted).toBe(false);
+    expect(settling.signal.aborted).toBe(false);
+    expect(fenced).toEqual(["lk-f/old"]);
+    expect(lines).toEqual([
+      {
+        level: "warn",
+        message: "lease not renewed in time (Redis unreachable?): stopping the run before another worker may take it over",
+        fields: { queue: "lk-f", entryId: old.entryId, taskId: "lk-f/old", renewedMsAgo: 9000, leaseMs: 10_000 },
+      },
+    ]);
+    // Told once: a run already stopped is not stopped again.
+    keeper.fence(now + 5_000);
+    expect(fenced).toEqual(["lk-f/old", "lk-f/fresh"]);
+    expect(keeper.lapsed(now - 9_000, now)).toBe(true);
+    expect(keeper.lapsed(now - 8_999, now)).toBe(false);
+  });
+
+  it("counts a lease from when the renewal that worked was sent; a failed renewal moves nothing", async () => {
+    const broker = new FlakyBroker(redis, keys);
+    const inFlight = new InFlight(() => {});
+    const keeper = keeperOf(broker, inFlight, 10_000, silentLogger);
+    const longAgo = performance.now() - 9_500;
+    const renewed = await hold(broker, inFlight, "lk-g", "renewed", "w1", longAgo);
+    const refused = await hold(broker, inFlight, "lk-h", "refused", "w1", longAgo);
+    const taken = await hold(broker, inFlight, "lk-g", "taken", "w1", longAgo);
+    await redis.xclaim(keys.lane("lk-g", "normal"), "flotilla", "w2", 0, taken.entryId);
+    broker.failFor = "lk-h";
+    let sentAfter = 0;
+    broker.beforeRenew = async () => {
+      sentAfter = performance.now();
+    };
+    await keeper.renew();
+    const at = (entryId: string, queue: string) => inFlight.get({ queue, priority: "normal" }, entryId)!.leaseFrom;
+    // Sent before the broker call began: no later than the moment the broker saw it.
+    expect(at(renewed.entryId, "lk-g")).toBeGreaterThan(longAgo + 9_000);
+    expect(at(renewed.entryId, "lk-g")).toBeLessThanOrEqual(sentAfter);
+    expect(at(refused.entryId, "lk-h")).toBe(longAgo);
+    keeper.fence();
+    expect(renewed.signal.aborted).toBe(false);
+    expect((refused.signal.reason as AbortReason).code).toBe(ErrorCodes.LEASE_EXPIRED);
+    // The taken-over run was stopped as stale by the renewal, not fenced.
+    expect((taken.signal.reason as AbortReason).code).toBe(ErrorCodes.STALE_ATTEMPT);
+  });
+
+  it("once started, stops a run whose renewals keep failing, never before its lease less the margin, and sends no renewal while one is out", async () => {
+    const broker = new FlakyBroker(redis, keys);
+    const inFlight = new InFlight(() => {});
+    const keeper = keeperOf(broker, inFlight, 600, silentLogger);
+    // Redis out of reach: the first renewal never comes back.
+    let answer: (() => void) | undefined;
+    broker.beforeRenew = () => new Promise<void>((resolve) => (answer = resolve));
+    const leaseFrom = performance.now();
+    const run = await hold(broker, inFlight, "lk-i", "cut", "w1", leaseFrom);
+    let abortedAt = 0;
+    run.signal.addEventListener("abort", () => (abortedAt = performance.now()));
+    keeper.start();
+    await waitFor(async () => run.signal.aborted, { what: "the run to be fenced" });
+    keeper.stop();
+    expect((run.signal.reason as AbortReason).code).toBe(ErrorCodes.LEASE_EXPIRED);
+    expect(abortedAt).toBeGreaterThanOrEqual(leaseFrom + 600 - 60);
+    // Ticks came every 200 ms meanwhile; only the first renewal was sent.
+    expect(broker.renewals).toBe(1);
+    answer?.();
   });
 });

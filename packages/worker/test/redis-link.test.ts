@@ -1,0 +1,87 @@
+import { type FaultProxy, recordingLogger, redisUrl, startFaultProxy, testRedis, waitFor } from "@flotilla/testing";
+import { Redis } from "ioredis";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { Readiness } from "../src/readiness.ts";
+import { RedisLink } from "../src/redis-link.ts";
+
+// The link on its own: a real Redis behind the fault proxy, which can cut the network without
+// closing anything (a partition) or have the connection killed.
+const admin = testRedis();
+let proxy: FaultProxy | undefined;
+let conn: Redis | undefined;
+let link: RedisLink | undefined;
+afterAll(() => admin.quit());
+afterEach(async () => {
+  link?.stop();
+  proxy?.heal();
+  conn?.disconnect();
+  await proxy?.close();
+});
+
+async function setup(probe = { probeIntervalMs: 50, probeTimeoutMs: 200 }) {
+  proxy = await startFaultProxy({ host: "127.0.0.1", port: Number(new URL(redisUrl()).port || 6379) });
+  conn = new Redis(proxy.url, { maxRetriesPerRequest: null });
+  await new Promise((resolve) => conn!.once("ready", resolve));
+  const { log, lines } = recordingLogger();
+  const readiness = new Readiness(log);
+  link = new RedisLink(conn, readiness, { ...probe, where: "redis-under-test" });
+  link.start();
+  return { readiness, lines, link };
+}
+
+describe("RedisLink", () => {
+  it("goes down when Redis stops answering with the connection open (a partition), and up at the next answer", async () => {
+    const { readiness, link } = await setup();
+    expect(link.up).toBe(true);
+    await expect(link.whenUp()).resolves.toBeUndefined();
+    const cutAt = performance.now();
+    proxy!.partition();
+    await waitFor(async () => !link.up, { what: "the link to go down" });
+    // Not before a probe went unanswered for probeTimeoutMs.
+    expect(performance.now() - cutAt).toBeGreaterThanOrEqual(200);
+    expect(readiness.state.reasons).toEqual([
+      { reason: "redis", detail: expect.stringMatching(/^Redis at redis-under-test has not answered for \d+ ms$/), since: expect.any(Number) },
+    ]);
+    let back = false;
+    void link.whenUp().then(() => (back = true));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(back).toBe(false);
+    expect(link.up).toBe(false);
+    proxy!.heal();
+    await waitFor(async () => back, { what: "whenUp to resolve" });
+    expect(link.up).toBe(true);
+    expect(readiness.ready).toBe(true);
+  });
+
+  it("goes down while the connection is closed and up once it is ready again", async () => {
+    const { readiness, link } = await setup({ probeIntervalMs: 60_000, probeTimeoutMs: 120_000 });
+    const id = Number(await conn!.client("ID"));
+    const sawDown = new Promise<void>((resolve) => conn!.once("close", () => resolve()));
+    await admin.client("KILL", "ID", String(id));
+    await sawDown;
+    expect(link.up).toBe(false);
+    expect(readiness.state.reasons).toEqual([{ reason: "redis", detail: "the connection to Redis at redis-under-test is down", since: expect.any(Number) }]);
+    await link.whenUp();
+    expect(link.up).toBe(true);
+    expect(readiness.ready).toBe(true);
+  });
+
+  it("stays up while a slow answer is still within the timeout", async () => {
+    const { link } = await setup({ probeIntervalMs: 30, probeTimeoutMs: 2_000 });
+    proxy!.partition();
+    await new Promise((r) => setTimeout(r, 400));
+    expect(link.up).toBe(true);
+    proxy!.heal();
+  });
+
+  it("wakes whoever waits when stopped, and listens no more", async () => {
+    const { link } = await setup();
+    proxy!.partition();
+    await waitFor(async () => !link.up, { what: "the link to go down" });
+    const waiting = link.whenUp();
+    link.stop();
+    await waiting;
+    expect(conn!.listenerCount("close")).toBe(0);
+    expect(conn!.listenerCount("ready")).toBe(0);
+  });
+});
