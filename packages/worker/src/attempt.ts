@@ -154,22 +154,25 @@ export class AttemptRunner {
       if (!/^0*$/.test(id)) traceId = id;
       let outcome: FinishInput;
       try {
-        const execution = this.deps.executor.execute({
-          taskId,
-          attempt,
-          queue: lane.queue,
-          priority: lane.priority,
-          agent: task.agent,
-          input: task.input,
-          metadata: task.metadata,
-          maxRetries: start.maxRetries,
-          backoff: start.backoff ?? this.deps.backoff,
-          signal: controller.signal,
-          emit: (event) => publisher.emit(event),
-          reportUsage: (u) => {
-            usage = u;
-          },
-        });
+        // A plain-JavaScript executor may return a plain value rather than a promise.
+        const execution = Promise.resolve(
+          this.deps.executor.execute({
+            taskId,
+            attempt,
+            queue: lane.queue,
+            priority: lane.priority,
+            agent: task.agent,
+            input: task.input,
+            metadata: task.metadata,
+            maxRetries: start.maxRetries,
+            backoff: start.backoff ?? this.deps.backoff,
+            signal: controller.signal,
+            emit: (event) => publisher.emit(event),
+            reportUsage: (u) => {
+              usage = u;
+            },
+          }),
+        );
         execution.catch(() => {}); // it may settle after an abort we already acted on
         // An executor that ignores its signal must not hold the task's outcome hostage.
         const result = await Promise.race([execution, aborted]);

@@ -46,6 +46,19 @@ async function scheduler(options: Partial<SchedulerOptions> & { queues: string[]
   const finishers = new Map<string, () => void>();
   let settling = 0;
   const inFlight = new InFlight(() => s.wake());
+  // Whether Redis can be reached, as the worker's RedisLink says: up unless the test says otherwise.
+  let linkUp = true;
+  let linkBack: (() => void) | undefined;
+  const link = {
+    get up() {
+      return linkUp;
+    },
+    whenUp: () => (linkUp ? Promise.resolve() : new Promise<void>((resolve) => (linkBack = resolve))),
+  };
+  const setLink = (up: boolean) => {
+    linkUp = up;
+    if (up) linkBack?.();
+  };
   const s: ClaimScheduler = new ClaimScheduler(
     { workerId: "w1", concurrency: 2, blockMs: 200, leaseMs: 60_000, promoteIntervalMs: 60_000, fairnessEvery: 0, ...options },
     {
@@ -55,13 +68,14 @@ async function scheduler(options: Partial<SchedulerOptions> & { queues: string[]
       command,
       inFlight,
       settling: () => settling,
-      dispatch: (queue, reply, reclaimed) => {
+      dispatch: (queue, reply, reclaimed, leaseFrom) => {
         claimed.push({ queue, reply, reclaimed });
         if (reply.kind !== "run") return;
         inFlight.track(
           { queue, priority: reply.priority },
           reply.entryId,
           reply.taskId,
+          leaseFrom,
           () => new Promise<void>((resolve) => finishers.set(reply.taskId, resolve)),
           () => {},
         );
@@ -72,6 +86,7 @@ async function scheduler(options: Partial<SchedulerOptions> & { queues: string[]
         raise: (reason) => void readiness.push(`raise ${reason}`),
         clear: (reason) => void readiness.push(`clear ${reason}`),
       },
+      link,
     },
   );
   if (start) {
@@ -80,6 +95,7 @@ async function scheduler(options: Partial<SchedulerOptions> & { queues: string[]
   }
   return {
     s,
+    setLink,
     blocking,
     claimed,
     errors,
@@ -184,7 +200,7 @@ describe("ClaimScheduler", () => {
     h.setSettling(0);
     // The settle call comes back with the task it claimed and started.
     const replies = await store.claim("one", "w1", 1);
-    h.s.settleStarted("one", replies, 1);
+    h.s.settleStarted("one", replies, 1, performance.now());
     expect(h.s.freeSlots()).toBe(-1); // 2 slots, 3 held, nothing reserved any more
     expect(h.ids().sort()).toEqual(["one/a", "one/b", "one/c"]);
     expect(h.claimed.map((c) => c.reclaimed)).toEqual([false, false, false]);
@@ -312,6 +328,7 @@ describe("ClaimScheduler", () => {
         e,
         e.entryId,
         `scan/${e.fields!.task}`,
+        performance.now(),
         () => new Promise<void>(() => {}),
         () => {},
       );
@@ -398,7 +415,7 @@ describe("ClaimScheduler", () => {
     await store.createMany("handback", [task("handback", "b")]);
     await new Promise((r) => setTimeout(r, 200));
     // The settle call claimed nothing: its slot is free again, and the loop must know at once.
-    h.s.settleStarted("handback", [], 1);
+    h.s.settleStarted("handback", [], 1, performance.now());
     await waitFor(async () => h.claimed.length === 2, { what: "the claim after the hand-back", timeoutMs: 5_000 });
   });
 
@@ -420,5 +437,20 @@ describe("ClaimScheduler", () => {
       h.finish(h.ids()[i]!);
     }
     expect(promotions).toBe(1);
+  });
+});
+
+describe("ClaimScheduler while Redis is out of reach", () => {
+  it("claims nothing, promises no slot to a settle call, and claims as soon as Redis answers again", async () => {
+    const h = await scheduler({ queues: ["offline"] }, false);
+    h.setLink(false);
+    schedulers.push(h.s);
+    await h.s.start();
+    await store.createMany("offline", [task("offline", "waiting")]);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(h.claimed).toEqual([]);
+    expect(h.s.settleClaim("offline")).toBeUndefined();
+    h.setLink(true);
+    await waitFor(async () => h.ids().includes("offline/waiting"), { what: "the claim once Redis is back", timeoutMs: 5_000 });
   });
 });

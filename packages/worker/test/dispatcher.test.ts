@@ -39,7 +39,14 @@ function setup(behaviour: { run?: () => Promise<unknown>; deadLetter?: () => Pro
   } as unknown as OutcomeRecorder;
   let freed = 0;
   const inFlight = new InFlight(() => freed++);
-  const dispatcher = new Dispatcher(inFlight, attempts, recorder, log, (err) => errors.push(err));
+  const dispatcher = new Dispatcher(
+    inFlight,
+    attempts,
+    recorder,
+    log,
+    (err) => errors.push(err),
+    (leaseFrom) => leaseFrom < 0,
+  );
   const settled = () => inFlight.settled();
   return { dispatcher, inFlight, calls, errors, lines, settled, freed: () => freed };
 }
@@ -51,7 +58,7 @@ describe("Dispatcher", () => {
   it("runs a `run` reply and records its outcome with the attempt's trace id", async () => {
     const s = setup();
     const reply = { ...at("run"), taskId: "q/t1", attempt: 1 } as unknown as StartReply;
-    s.dispatcher.dispatch("q", reply, false);
+    s.dispatcher.dispatch("q", reply, false, performance.now());
     expect(s.inFlight.taskIds()).toEqual(["q/t1"]);
     await s.settled();
     expect(s.calls.map((c) => c.what)).toEqual(["run", "record"]);
@@ -62,16 +69,35 @@ describe("Dispatcher", () => {
 
   it("records nothing for an attempt that lost its claim, and says so", async () => {
     const s = setup({ run: async () => undefined });
-    s.dispatcher.dispatch("q", { ...at("run"), taskId: "q/t2", attempt: 3 } as unknown as StartReply, false);
+    s.dispatcher.dispatch("q", { ...at("run"), taskId: "q/t2", attempt: 3 } as unknown as StartReply, false, performance.now());
     await s.settled();
     expect(s.calls.map((c) => c.what)).toEqual(["run"]);
     expect(s.errors).toEqual([]);
     expect(s.lines.filter((l) => l.level === "warn").map((l) => l.fields)).toEqual([{ taskId: "q/t2", attempt: 3 }]);
   });
 
+  it("does not run a task whose claim was answered after its lease may have lapsed, and says so", async () => {
+    const s = setup();
+    // The setup's lease check calls a lease given at a negative time lapsed.
+    s.dispatcher.dispatch("q", { ...at("run"), taskId: "q/late", attempt: 2 } as unknown as StartReply, false, -1);
+    expect(s.inFlight.size).toBe(0);
+    expect(s.calls).toEqual([]);
+    expect(s.lines).toEqual([
+      {
+        level: "warn",
+        message: "claim answered too late to run: leaving the task to whoever takes it over",
+        fields: { queue: "q", entryId: "1-0", taskId: "q/late" },
+      },
+    ]);
+    // The lease counts from when the claim was sent: the run carries it.
+    s.dispatcher.dispatch("q", { ...at("run"), entryId: "2-0", taskId: "q/on-time", attempt: 1 } as unknown as StartReply, false, 1234);
+    expect(s.inFlight.get(lane, "2-0")?.leaseFrom).toBe(1234);
+    await s.settled();
+  });
+
   it("leaves a skipped entry alone: nothing runs, nothing is dead-lettered, no slot is taken", async () => {
     const s = setup();
-    s.dispatcher.dispatch("q", { ...at("skip"), taskId: "q/t3", reason: "terminal", status: "COMPLETED" } as StartReply, true);
+    s.dispatcher.dispatch("q", { ...at("skip"), taskId: "q/t3", reason: "terminal", status: "COMPLETED" } as StartReply, true, performance.now());
     expect(s.inFlight.size).toBe(0);
     await s.settled();
     expect(s.calls).toEqual([]);
@@ -82,17 +108,17 @@ describe("Dispatcher", () => {
 
   it("dead-letters a missing record, a spent delivery budget and a malformed entry, each with its reason", async () => {
     const s = setup();
-    s.dispatcher.dispatch("q", { ...at("missing"), taskId: "q/gone" } as StartReply, false);
+    s.dispatcher.dispatch("q", { ...at("missing"), taskId: "q/gone" } as StartReply, false, performance.now());
     // The task being dead-lettered counts as held, under its id.
     expect(s.inFlight.taskIds()).toEqual(["q/gone"]);
     await s.settled();
     const lastError = { code: "TIMEOUT", message: "too slow" };
-    s.dispatcher.dispatch("q", { ...at("dead"), entryId: "2-0", taskId: "q/spent", attempts: 4, lastError } as StartReply, false);
-    s.dispatcher.dispatch("q", { ...at("dead"), entryId: "3-0", taskId: "q/quiet", attempts: 2, lastError: undefined } as StartReply, false);
-    s.dispatcher.dispatch("q", { ...at("malformed"), entryId: "4-0", fields: { junk: "1" } } as StartReply, false);
-    s.dispatcher.dispatch("q", { ...at("malformed"), entryId: "5-0", fields: null } as StartReply, false);
+    s.dispatcher.dispatch("q", { ...at("dead"), entryId: "2-0", taskId: "q/spent", attempts: 4, lastError } as StartReply, false, performance.now());
+    s.dispatcher.dispatch("q", { ...at("dead"), entryId: "3-0", taskId: "q/quiet", attempts: 2, lastError: undefined } as StartReply, false, performance.now());
+    s.dispatcher.dispatch("q", { ...at("malformed"), entryId: "4-0", fields: { junk: "1" } } as StartReply, false, performance.now());
+    s.dispatcher.dispatch("q", { ...at("malformed"), entryId: "5-0", fields: null } as StartReply, false, performance.now());
     // Fields that parse, but the script found the entry unusable (its record key is not a hash).
-    s.dispatcher.dispatch("q", { ...at("malformed"), entryId: "6-0", fields: { task: "ok" } } as StartReply, false);
+    s.dispatcher.dispatch("q", { ...at("malformed"), entryId: "6-0", fields: { task: "ok" } } as StartReply, false, performance.now());
     // An entry with no task id is held under none.
     expect(s.inFlight.taskIds()).toEqual(["q/spent", "q/quiet"]);
     await s.settled();
@@ -114,7 +140,7 @@ describe("Dispatcher", () => {
         throw boom;
       },
     });
-    s.dispatcher.dispatch("q", { ...at("run"), taskId: "q/t4", attempt: 1 } as unknown as StartReply, false);
+    s.dispatcher.dispatch("q", { ...at("run"), taskId: "q/t4", attempt: 1 } as unknown as StartReply, false, performance.now());
     await s.settled();
     expect(s.errors).toEqual([boom]);
     expect(s.lines.filter((l) => l.level === "error").map((l) => l.fields)).toEqual([{ queue: "q", entryId: "1-0", err: boom }]);
@@ -129,7 +155,7 @@ describe("Dispatcher", () => {
         throw boom;
       },
     });
-    s.dispatcher.dispatch("q", { ...at("missing"), taskId: "q/t5" } as StartReply, false);
+    s.dispatcher.dispatch("q", { ...at("missing"), taskId: "q/t5" } as StartReply, false, performance.now());
     await s.settled();
     expect(s.errors).toEqual([boom]);
     expect(s.lines.filter((l) => l.level === "error").map((l) => l.fields)).toEqual([{ queue: "q", entryId: "1-0", err: boom }]);
@@ -137,7 +163,7 @@ describe("Dispatcher", () => {
 
   it("takes out the task of a corrupt record, held under its id meanwhile", async () => {
     const s = setup();
-    s.dispatcher.dispatch("q", { ...at("corrupt"), taskId: "q/bad", reason: "seq is not a number" } as StartReply, false);
+    s.dispatcher.dispatch("q", { ...at("corrupt"), taskId: "q/bad", reason: "seq is not a number" } as StartReply, false, performance.now());
     expect(s.inFlight.taskIds()).toEqual(["q/bad"]);
     await s.settled();
     expect(s.calls).toEqual([{ what: "failCorrupt", args: [lane, "1-0", "q/bad", "seq is not a number"] }]);
@@ -151,7 +177,7 @@ describe("Dispatcher", () => {
         throw boom;
       },
     });
-    s.dispatcher.dispatch("q", { ...at("corrupt"), taskId: "q/bad", reason: "seq is not a number" } as StartReply, false);
+    s.dispatcher.dispatch("q", { ...at("corrupt"), taskId: "q/bad", reason: "seq is not a number" } as StartReply, false, performance.now());
     await s.settled();
     expect(s.errors).toEqual([boom]);
     expect(s.lines.filter((l) => l.level === "error")).toEqual([

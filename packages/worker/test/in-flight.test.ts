@@ -13,6 +13,7 @@ describe("InFlight", () => {
       lane,
       "1-0",
       "q/t",
+      0,
       () => sleep(10),
       () => {},
     );
@@ -31,6 +32,7 @@ describe("InFlight", () => {
       lane,
       "1-0",
       "q/slow",
+      0,
       async () => {
         await sleep(50);
         done = true;
@@ -49,6 +51,7 @@ describe("InFlight", () => {
       lane,
       "1-0",
       "q/stuck",
+      0,
       () => new Promise<void>((r) => (release = r)),
       () => {},
     );

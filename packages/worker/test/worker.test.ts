@@ -9,6 +9,12 @@ import { type ExecutionContext, type TaskEndEvent, Worker } from "../src/index.t
 describe("Worker", () => {
   const h = useFlotilla("worker");
 
+  it("records the result of a plain-JavaScript executor that returns a value, not a promise", async () => {
+    await h.worker({ queues: ["plain-value"], executor: { execute: () => ({ answer: 42 }) as never } });
+    const id = await h.submit(scripted("plain", {}), "x", { queue: "plain-value" });
+    expect(await h.until(id)).toMatchObject({ status: "COMPLETED", attempt: 1, result: { answer: 42 } });
+  });
+
   it("runs a task: RUNNING then COMPLETED, with the run's events and its timings recorded", async () => {
     await h.worker();
     const id = await h.submit(scripted("echo"), "ping");
