@@ -1,11 +1,11 @@
-import { type Broker, isMissingGroup, laneKeys } from "@flotilla/broker";
+import { type Broker, isMissingGroup, type Lane, laneKeys } from "@flotilla/broker";
 import { TestBroker } from "@flotilla/broker/testing";
-import { createKeys, DEFAULT_RETENTION, type Logger, silentLogger } from "@flotilla/core";
+import { CONSUMER_GROUP, createKeys, DEFAULT_RETENTION, type Logger, type Priority, silentLogger } from "@flotilla/core";
 import { closeRedis, type OwnedRedis, openRedis } from "@flotilla/core/redis";
-import type { StartReply } from "@flotilla/store";
+import type { StartReply, TaskStore } from "@flotilla/store";
 import { newTask, TestTaskStore } from "@flotilla/store/testing";
-import { purgePrefix, recordingLogger, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { type LoggedLine, purgePrefix, recordingLogger, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { ClaimScheduler, type SchedulerOptions } from "../src/claim-scheduler.ts";
 import { InFlight } from "../src/in-flight.ts";
 
@@ -26,7 +26,7 @@ afterAll(async () => {
   await redis.quit();
 });
 
-const task = (queue: string, name: string, over: { delayMs?: number } = {}) => newTask(`${queue}/${name}`, over);
+const task = (queue: string, name: string, over: { delayMs?: number; priority?: Priority } = {}) => newTask(`${queue}/${name}`, over);
 
 interface Claimed {
   queue: string;
@@ -35,7 +35,13 @@ interface Claimed {
 }
 
 /** A started scheduler whose dispatched entries are kept (and held in flight until `finish`). */
-async function scheduler(options: Partial<SchedulerOptions> & { queues: string[] }, start = true, using: Broker = broker, log: Logger = silentLogger) {
+async function scheduler(
+  options: Partial<SchedulerOptions> & { queues: string[] },
+  start = true,
+  using: Broker = broker,
+  log: Logger = silentLogger,
+  usingStore: TaskStore = store,
+) {
   for (const q of options.queues) await broker.ensureGroup(q);
   const blocking = openRedis(redisUrl(), "blocking");
   const command = openRedis(redisUrl(), "command");
@@ -45,6 +51,7 @@ async function scheduler(options: Partial<SchedulerOptions> & { queues: string[]
   const readiness: string[] = [];
   const finishers = new Map<string, () => void>();
   let settling = 0;
+  let settlingAsked = 0;
   const inFlight = new InFlight(() => s.wake());
   // Whether Redis can be reached, as the worker's RedisLink says: up unless the test says otherwise.
   let linkUp = true;
@@ -62,12 +69,15 @@ async function scheduler(options: Partial<SchedulerOptions> & { queues: string[]
   const s: ClaimScheduler = new ClaimScheduler(
     { workerId: "w1", concurrency: 2, blockMs: 200, leaseMs: 60_000, promoteIntervalMs: 60_000, fairnessEvery: 0, ...options },
     {
-      store,
+      store: usingStore,
       broker: using,
       blocking,
       command,
       inFlight,
-      settling: () => settling,
+      settling: () => {
+        settlingAsked++;
+        return settling;
+      },
       dispatch: (queue, reply, reclaimed, leaseFrom) => {
         claimed.push({ queue, reply, reclaimed });
         if (reply.kind !== "run") return;
@@ -104,6 +114,8 @@ async function scheduler(options: Partial<SchedulerOptions> & { queues: string[]
     setSettling: (n: number) => {
       settling = n;
     },
+    /** How often the scheduler has counted its free slots (each count asks how many runs are settling). */
+    slotCounts: () => settlingAsked,
     finish: (taskId: string) => finishers.get(taskId)?.(),
     ids: () => claimed.map((c) => (c.reply.kind === "run" ? c.reply.taskId : c.reply.kind)),
   };
@@ -452,5 +464,420 @@ describe("ClaimScheduler while Redis is out of reach", () => {
     expect(h.s.settleClaim("offline")).toBeUndefined();
     h.setLink(true);
     await waitFor(async () => h.ids().includes("offline/waiting"), { what: "the claim once Redis is back", timeoutMs: 5_000 });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Failure paths and cadences. Real Redis, store and broker throughout; where a failure cannot be
+// made in Redis at the moment a test needs it, a subclass of the real store or broker refuses a call
+// (and notes when each call came, for the cadences).
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const gaps = (times: number[]) => times.slice(1).map((t, i) => t - times[i]!);
+/** The fields of each warn line with this message. */
+const warned = (lines: LoggedLine[], message: string) => lines.filter((l) => l.level === "warn" && l.message === message).map((l) => l.fields);
+/** The error a read gets when Redis lost the consumer group (what `isMissingGroup` recognises). */
+const nogroup = (n: number) => new Error(`NOGROUP No such key or consumer group (made up, #${n})`);
+
+/** The real store, noting each batch claim; a queue in `failing` has its claims refused. */
+class WatchedStore extends TestTaskStore {
+  readonly claims: Array<{ at: number; queue: string; count: number }> = [];
+  readonly failing = new Map<string, Error>();
+  /** Errors the next claims throw, one per claim in turn (null: that claim goes through). */
+  readonly nextClaims: Array<Error | null> = [];
+  /** Claims find nothing (as if every entry came just after): what waits is taken by the blocking read. */
+  blind = false;
+  /** The next claim waits for this, then fails; `onHeld` is told when it starts waiting. */
+  hold: Promise<void> | undefined;
+  onHeld: (() => void) | undefined;
+  readonly failStart = new Map<string, Error>();
+
+  override async claim(queue: string, consumer: string, count: number, order?: readonly Priority[], now?: number): Promise<StartReply[]> {
+    this.claims.push({ at: Date.now(), queue, count });
+    const scripted = this.nextClaims.shift();
+    if (scripted) throw scripted;
+    const failure = this.failing.get(queue);
+    if (failure) throw failure;
+    if (this.hold) {
+      const held = this.hold;
+      this.hold = undefined;
+      this.onHeld?.();
+      await held;
+      throw new Error("the connection went away under the claim");
+    }
+    if (this.blind) return [];
+    return super.claim(queue, consumer, count, order, now);
+  }
+
+  override async startEntries(
+    queue: string,
+    consumer: string,
+    entries: ReadonlyArray<{ priority: Priority; entryId: string; name: string }>,
+    reclaimed: boolean,
+    now?: number,
+  ): Promise<StartReply[]> {
+    const failure = this.failStart.get(queue);
+    if (failure) throw failure;
+    return super.startEntries(queue, consumer, entries, reclaimed, now);
+  }
+}
+
+/** The real broker, noting each reclaim scan and prune; scans, prunes and remakes can be refused. */
+class WatchedBroker extends TestBroker {
+  readonly scans: Array<{ at: number; queue: string; priority: Priority; count: number }> = [];
+  readonly prunes: number[] = [];
+  failScan: ((lane: Lane) => Error | undefined) | undefined;
+  failPrune: Error | undefined;
+  failRemake: Error | undefined;
+
+  override async reclaim(lane: Lane, consumer: string, leaseMs: number, count: number, cursor?: string) {
+    this.scans.push({ at: Date.now(), queue: lane.queue, priority: lane.priority, count });
+    const failure = this.failScan?.(lane);
+    if (failure) throw failure;
+    return super.reclaim(lane, consumer, leaseMs, count, cursor);
+  }
+
+  override async pruneConsumers(queue: string, minIdleMs: number, keep: string): Promise<number> {
+    this.prunes.push(Date.now());
+    if (this.failPrune) throw this.failPrune;
+    return super.pruneConsumers(queue, minIdleMs, keep);
+  }
+
+  override async ensureGroup(queue: string, options: { again?: boolean } = {}): Promise<void> {
+    if (options.again && this.failRemake) throw this.failRemake;
+    await super.ensureGroup(queue, options);
+  }
+}
+
+const watchedStore = () => new WatchedStore(redis, keys, DEFAULT_RETENTION);
+
+/** A task `name` of `queue` held by a worker that is gone: its entry lapses after the reclaimer's lease. */
+async function orphan(queue: string, names: string[], priority: Priority = "normal") {
+  await broker.ensureGroup(queue);
+  await store.createMany(
+    queue,
+    names.map((n) => task(queue, n, { priority })),
+  );
+  return broker.claim(redis, "dead-worker", [queue], names.length, 100);
+}
+
+describe("ClaimScheduler: one queue's claims fail", () => {
+  it("logs the queue and its error, reports it, and goes on claiming from the others without backing off", async () => {
+    const { log, lines } = recordingLogger();
+    const s = watchedStore();
+    const refused = new Error("claims of pq-bad refused");
+    s.failing.set("pq-bad", refused);
+    await store.createMany("pq-good", [task("pq-good", "a")]);
+    const h = await scheduler({ queues: ["pq-bad", "pq-good"], concurrency: 4, blockMs: 100 }, true, broker, log, s);
+    await waitFor(async () => h.claimed.length === 1, { what: "the sound queue's task" });
+    await store.createMany("pq-good", [task("pq-good", "b")]);
+    await waitFor(async () => h.claimed.length === 2, { what: "the sound queue's next task" });
+    expect(h.ids()).toEqual(["pq-good/a", "pq-good/b"]);
+    expect(warned(lines, "claim from a queue failed; claiming from the others")[0]).toEqual({ queue: "pq-bad", err: refused });
+    expect(h.errors).toContain(refused);
+    // Some queue still claims: the worker stays ready and the loop does not back off.
+    expect(h.readiness.filter((r) => r !== "clear claiming")).toEqual([]);
+    expect(warned(lines, "claim failed; retrying")).toEqual([]);
+  });
+
+  it("asks the next queue for nothing once the first filled every slot", async () => {
+    const s = watchedStore();
+    await store.createMany("cf-a", [task("cf-a", "1"), task("cf-a", "2")]);
+    await store.createMany("cf-b", [task("cf-b", "1")]);
+    const h = await scheduler({ queues: ["cf-a", "cf-b"], concurrency: 2 }, true, broker, silentLogger, s);
+    await waitFor(async () => h.claimed.length === 2, { what: "two claims" });
+    await pause(300);
+    expect(s.claims.map((c) => [c.queue, c.count])).toEqual([["cf-a", 2]]);
+  });
+});
+
+describe("ClaimScheduler: every queue's claims fail", () => {
+  it("is not ready, logs each failure with its count, backs off, and recovers when a claim works", async () => {
+    const { log, lines } = recordingLogger();
+    const s = watchedStore();
+    const first = new Error("claims of af-1 refused");
+    s.failing.set("af-1", first);
+    s.failing.set("af-2", new Error("claims of af-2 refused"));
+    const h = await scheduler({ queues: ["af-1", "af-2"] }, true, broker, log, s);
+    await waitFor(async () => warned(lines, "claim failed; retrying").length >= 3, { what: "three failed claims" });
+    // The first queue's error stands for the round; the count goes up with each failure.
+    expect(warned(lines, "claim failed; retrying").slice(0, 3)).toEqual([
+      { err: first, failures: 1 },
+      { err: first, failures: 2 },
+      { err: first, failures: 3 },
+    ]);
+    expect(warned(lines, "claim from a queue failed; claiming from the others").slice(0, 2)).toEqual([
+      { queue: "af-1", err: first },
+      { queue: "af-2", err: expect.objectContaining({ message: "claims of af-2 refused" }) },
+    ]);
+    expect(h.errors[0]).toBe(first);
+    expect(h.readiness[0]).toBe("raise claiming");
+    expect(h.readiness).not.toContain("clear claiming");
+    // Backoff: 200 ms after the first failure, 400 ms after the second.
+    const tries = s.claims.filter((c) => c.queue === "af-1").map((c) => c.at);
+    expect(tries[2]! - tries[0]!).toBeGreaterThanOrEqual(550);
+    s.failing.clear();
+    await store.createMany("af-2", [task("af-2", "x")]);
+    await waitFor(async () => h.claimed.length === 1, { what: "a claim once the queues answer", timeoutMs: 15_000 });
+    expect(h.readiness.at(-1)).toBe("clear claiming");
+  });
+});
+
+describe("ClaimScheduler: entries a blocking read took that cannot be started", () => {
+  it("starts the other queues' entries, then reports the failure and backs off", async () => {
+    const { log, lines } = recordingLogger();
+    const s = watchedStore();
+    s.blind = true; // both entries reach the blocking read, in one reply
+    const refused = new Error("starts of sf-bad refused");
+    s.failStart.set("sf-bad", refused);
+    await store.createMany("sf-bad", [task("sf-bad", "x")]);
+    await store.createMany("sf-good", [task("sf-good", "x")]);
+    const h = await scheduler({ queues: ["sf-bad", "sf-good"] }, true, broker, log, s);
+    await waitFor(async () => warned(lines, "claim failed; retrying").length >= 1, { what: "the failed start" });
+    expect(warned(lines, "claim failed; retrying")[0]).toEqual({ err: refused, failures: 1 });
+    expect(h.claimed).toMatchObject([{ queue: "sf-good", reclaimed: false, reply: { kind: "run", taskId: "sf-good/x" } }]);
+    expect(h.errors[0]).toBe(refused);
+    expect(h.readiness[0]).toBe("raise claiming");
+  });
+});
+
+describe("ClaimScheduler: NOGROUP (Redis lost its consumer groups)", () => {
+  it("makes the groups again and claims at once, the first time after each claim that worked; logs the queues", async () => {
+    const { log, lines } = recordingLogger();
+    const s = watchedStore();
+    const h = await scheduler({ queues: ["ng-a", "ng-b"], blockMs: 100 }, false, broker, log, s);
+    // Claims in turn: NOGROUP; both queues' claims work (then a 100 ms read); NOGROUP, and NOGROUP
+    // again before any claim worked; then they work.
+    s.nextClaims.push(nogroup(1), null, null, nogroup(2), nogroup(3));
+    schedulers.push(h.s);
+    await h.s.start();
+    await waitFor(async () => s.claims.length >= 7, { what: "the claims after the third NOGROUP" });
+    const at = s.claims.map((c) => c.at);
+    expect(s.claims.map((c) => c.queue)).toEqual(["ng-a", "ng-a", "ng-b", "ng-a", "ng-a", "ng-a", "ng-b"]);
+    expect(at[1]! - at[0]!).toBeLessThan(150); // at once (a backoff would be 200 ms)
+    expect(at[4]! - at[3]!).toBeLessThan(150); // at once again: a claim worked since the last remake
+    expect(at[5]! - at[4]!).toBeGreaterThanOrEqual(350); // the second in a row waits (400 ms)
+    const missing = "a consumer group is missing (Redis lost its data?): making the queues' groups again";
+    expect(warned(lines, missing)).toEqual([
+      { err: expect.objectContaining({ message: expect.stringContaining("#1") }), queues: ["ng-a", "ng-b"] },
+      { err: expect.objectContaining({ message: expect.stringContaining("#2") }), queues: ["ng-a", "ng-b"] },
+      { err: expect.objectContaining({ message: expect.stringContaining("#3") }), queues: ["ng-a", "ng-b"] },
+    ]);
+    // NOGROUP from one queue is the whole worker's problem, not that queue's.
+    expect(warned(lines, "claim from a queue failed; claiming from the others")).toEqual([]);
+    expect(h.errors.filter(isMissingGroup)).toHaveLength(3);
+  });
+
+  it("backs off and says so when the groups cannot be made again", async () => {
+    const { log, lines } = recordingLogger();
+    const s = watchedStore();
+    const b = new WatchedBroker(redis, keys);
+    const refused = new Error("making groups refused");
+    b.failRemake = refused;
+    const h = await scheduler({ queues: ["ng-stuck"] }, false, b, log, s);
+    s.nextClaims.push(nogroup(1));
+    schedulers.push(h.s);
+    await h.s.start();
+    await waitFor(async () => s.claims.length >= 2, { what: "the claim after the failed remake" });
+    expect(s.claims[1]!.at - s.claims[0]!.at).toBeGreaterThanOrEqual(150); // the backoff (200 ms), not at once
+    expect(warned(lines, "could not make the consumer groups again; retrying")).toEqual([{ err: refused }]);
+    expect(h.readiness[0]).toBe("raise claiming");
+  });
+});
+
+describe("ClaimScheduler: a claim that fails as it stops", () => {
+  it("ends without reporting it, raising readiness or backing off", async () => {
+    const { log, lines } = recordingLogger();
+    const s = watchedStore();
+    let release!: () => void;
+    s.hold = new Promise<void>((r) => {
+      release = r;
+    });
+    const held = new Promise<void>((r) => {
+      s.onHeld = r;
+    });
+    const h = await scheduler({ queues: ["halt"] }, true, broker, log, s);
+    await held;
+    const stopped = h.s.stop();
+    release();
+    await stopped;
+    expect(h.errors).toEqual([]);
+    expect(h.readiness).toEqual([]);
+    expect(warned(lines, "claim failed; retrying")).toEqual([]);
+  });
+});
+
+describe("ClaimScheduler: reclaim scans", () => {
+  it("scans every half lease with jitter (0.75 to 1.25 of it), not at every claim round", async () => {
+    // The jitter at its top: each scan is due 0.625 lease after the last (250 ms), whatever comes between.
+    vi.spyOn(Math, "random").mockReturnValue(0.999);
+    try {
+      const b = new WatchedBroker(redis, keys);
+      await scheduler({ queues: ["cadence"], leaseMs: 400, blockMs: 40 }, true, b);
+      const high = () => b.scans.filter((s) => s.priority === "high").map((s) => s.at);
+      await waitFor(async () => high().length >= 9, { what: "nine scans", timeoutMs: 15_000 });
+      const between = gaps(high());
+      expect(Math.min(...between)).toBeGreaterThanOrEqual(245);
+      // Late by the loop's own delays at most (under load), never by another half lease.
+      expect(between.reduce((a, b) => a + b, 0) / between.length).toBeLessThan(400);
+    } finally {
+      vi.restoreAllMocks();
+    }
+  });
+
+  it("logs a lane whose scan fails, reports it, and scans the other lanes", async () => {
+    const { log, lines } = recordingLogger();
+    const b = new WatchedBroker(redis, keys);
+    const refused = new Error("scan of rl's high lane refused");
+    b.failScan = (lane) => (lane.queue === "rl" && lane.priority === "high" ? refused : undefined);
+    await orphan("rl", ["x"]);
+    await pause(400);
+    const h = await scheduler({ queues: ["rl"], leaseMs: 300 }, true, b, log);
+    await waitFor(async () => h.claimed.length === 1, { what: "the reclaim from the normal lane" });
+    expect(h.claimed[0]).toMatchObject({ reclaimed: true, reply: { taskId: "rl/x" } });
+    expect(warned(lines, "reclaim scan of a lane failed; scanning the others")[0]).toEqual({ queue: "rl", priority: "high", err: refused });
+    expect(h.errors).toContain(refused);
+  });
+
+  it("scans no further lane once its slots are full", async () => {
+    const b = new WatchedBroker(redis, keys);
+    await orphan("rs", ["x"], "high");
+    await pause(400);
+    const h = await scheduler({ queues: ["rs"], concurrency: 1, leaseMs: 300 }, true, b);
+    await waitFor(async () => h.claimed.length === 1, { what: "the reclaim" });
+    await pause(300);
+    // The normal and low lanes wait for a free slot (the scan is due again as soon as one frees).
+    expect(b.scans.map((s) => [s.priority, s.count])).toEqual([["high", 1]]);
+  });
+
+  it("scans again before claiming new work when a scan filled every free slot (more may have lapsed)", async () => {
+    await orphan("rd", ["l1", "l2"], "low");
+    await store.createMany("rd", [task("rd", "new")]);
+    await pause(1100);
+    // A lease of 1 s: the next scan by the clock is at least 375 ms away, far after a slot frees here.
+    const h = await scheduler({ queues: ["rd"], concurrency: 1, leaseMs: 1000 });
+    for (let i = 0; i < 3; i++) {
+      await waitFor(async () => h.claimed.length === i + 1, { what: `claim ${i + 1}` });
+      h.finish(h.ids()[i]!);
+    }
+    expect(h.claimed.map((c) => [c.reply.kind === "run" && c.reply.taskId, c.reclaimed])).toEqual([
+      ["rd/l1", true],
+      ["rd/l2", true],
+      ["rd/new", false],
+    ]);
+  });
+
+  it("reclaims past entries whose holder's longer lease has not lapsed: the next scan goes on after them", async () => {
+    // Ten entries held by a live worker with a long lease (idle longer than this worker's lease, not
+    // its own), then a dead worker's. A scan with one free slot looks at ten entries: the held ten.
+    await broker.ensureGroup("ll");
+    await store.createMany(
+      "ll",
+      Array.from({ length: 10 }, (_, i) => task("ll", `held-${i}`)),
+    );
+    await broker.claim(redis, "long-lease-worker", ["ll"], 10, 100);
+    await redis.hset(keys.leases("ll"), "long-lease-worker", 60_000);
+    await orphan("ll", ["orphan"]);
+    await pause(400);
+    const h = await scheduler({ queues: ["ll"], concurrency: 1, leaseMs: 300 });
+    await waitFor(async () => h.claimed.length === 1, { what: "the orphan reclaimed", timeoutMs: 5_000 });
+    expect(h.claimed[0]).toMatchObject({ reclaimed: true, reply: { taskId: "ll/orphan" } });
+  });
+});
+
+describe("ClaimScheduler: forgetting the consumers of workers that are gone", () => {
+  it("forgets a silent consumer that holds nothing, and says so", async () => {
+    const { log, lines } = recordingLogger();
+    await broker.ensureGroup("prune");
+    await redis.xgroup("CREATECONSUMER", keys.lane("prune", "normal"), CONSUMER_GROUP, "gone-worker");
+    // Forgotten once silent for ten leases: 300 ms with this lease.
+    await pause(350);
+    await scheduler({ queues: ["prune"], leaseMs: 30 }, true, broker, log);
+    const forgot = () => lines.filter((l) => l.level === "info" && l.message === "forgot consumers of workers that are gone");
+    await waitFor(async () => forgot().length > 0, { what: "the consumer forgotten" });
+    expect(forgot().map((l) => l.fields)).toEqual([{ queue: "prune", forgotten: 1 }]);
+    const consumers = (await redis.xinfo("CONSUMERS", keys.lane("prune", "normal"), CONSUMER_GROUP)) as string[][];
+    expect(consumers.map((c) => c[1])).not.toContain("gone-worker");
+  });
+
+  it("logs a failure to forget them and goes on claiming", async () => {
+    const { log, lines } = recordingLogger();
+    const b = new WatchedBroker(redis, keys);
+    const refused = new Error("prune refused");
+    b.failPrune = refused;
+    await store.createMany("prune-fail", [task("prune-fail", "a")]);
+    const h = await scheduler({ queues: ["prune-fail"] }, true, b, log);
+    await waitFor(async () => h.claimed.length === 1, { what: "the claim" });
+    expect(warned(lines, "could not forget idle consumers; will retry")).toEqual([{ err: refused }]);
+    expect(h.errors).toEqual([]);
+  });
+
+  it("looks for them every five leases (half of the ten a consumer must be silent), not at every scan", async () => {
+    const b = new WatchedBroker(redis, keys);
+    // Scans every 37 to 63 ms; looks every 500 ms.
+    await scheduler({ queues: ["prune-cadence"], leaseMs: 100 }, true, b);
+    await waitFor(async () => b.prunes.length >= 3, { what: "three looks", timeoutMs: 8_000 });
+    expect(Math.min(...gaps(b.prunes))).toBeGreaterThanOrEqual(450);
+    expect(b.prunes[2]! - b.prunes[0]!).toBeLessThan(1800);
+  });
+});
+
+describe("ClaimScheduler: stopping a blocked read", () => {
+  it("unblocks the read (CLIENT UNBLOCK) rather than closing the connection under it", async () => {
+    const h = await scheduler({ queues: ["unblock"], blockMs: 60_000 });
+    await pause(150);
+    await h.s.stop();
+    // Closing it is the fallback after a second: the connection would be ended.
+    expect(h.blocking.redis.status).toBe("ready");
+  });
+
+  it("unblocks the new connection after the blocking one reconnected", async () => {
+    const h = await scheduler({ queues: ["reunblock"], blockMs: 3000 }, false);
+    const firstId = String(await h.blocking.redis.client("ID"));
+    await h.s.start();
+    schedulers.push(h.s);
+    await pause(100);
+    await redis.client("KILL", "ID", firstId);
+    await waitFor(async () => h.blocking.redis.status !== "ready", { what: "the blocking connection lost" });
+    await waitFor(async () => h.blocking.redis.status === "ready", { what: "the blocking connection back" });
+    // The read resent after the reconnect returns (its new client id is learnt), and the next one blocks.
+    await pause(3400);
+    await h.s.stop();
+    expect(h.blocking.redis.status).toBe("ready");
+  }, 30_000);
+});
+
+describe("ClaimScheduler: waiting for a free slot", () => {
+  it("sleeps while every slot is busy, though a reclaim scan is due (it needs a slot, not a timer)", async () => {
+    await store.createMany("spin", [task("spin", "a")]);
+    const h = await scheduler({ queues: ["spin"], concurrency: 1, leaseMs: 300 });
+    await waitFor(async () => h.claimed.length === 1, { what: "the claim" });
+    await pause(400); // the next scan fell due meanwhile
+    const before = h.slotCounts();
+    h.s.wake(); // a wake that frees nothing: it sleeps again
+    await pause(500);
+    expect(h.slotCounts() - before).toBeLessThan(20);
+  });
+
+  it("looks at its slots again when reclaiming falls due, and finds one freed without a wake", async () => {
+    await store.createMany("due-wake", [task("due-wake", "a"), task("due-wake", "b")]);
+    const h = await scheduler({ queues: ["due-wake"], concurrency: 1, leaseMs: 2000 });
+    await waitFor(async () => h.claimed.length === 1, { what: "the first claim" });
+    h.setSettling(1); // its outcome is with the settler: the slot is free, and nobody said so
+    await waitFor(async () => h.claimed.length === 2, { what: "the claim at the reclaim scan (within 1.25 s)", timeoutMs: 5_000 });
+  });
+
+  it("leaves no timer behind when woken", async () => {
+    const refTimers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    await store.createMany("woken", [task("woken", "a")]);
+    const h = await scheduler({ queues: ["woken"], concurrency: 1 });
+    await waitFor(async () => h.claimed.length === 1, { what: "the claim" });
+    await pause(50);
+    const before = refTimers();
+    for (let i = 0; i < 10; i++) {
+      h.s.wake();
+      await pause(10);
+    }
+    expect(refTimers()).toBeLessThan(before + 3);
   });
 });
