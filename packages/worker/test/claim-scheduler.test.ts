@@ -258,15 +258,29 @@ describe("ClaimScheduler", () => {
   });
 
   it("never lets a settle call claim for a worker of several queues, a stopping one, or when reclaiming is due", async () => {
-    const m = await scheduler({ queues: ["m1", "m2"], concurrency: 4 });
+    // Each started one is full, past its first reclaim scan (the next is half a minute away), when
+    // the outcome of its run goes to the settler and frees a slot: only the rule under test refuses.
+    const full = async (queue: string, queues: string[]) => {
+      await store.createMany(queue, [task(queue, "a")]);
+      const h = await scheduler({ queues, concurrency: 1 });
+      await waitFor(async () => h.claimed.length === 1, { what: `the claim of ${queue}` });
+      return h;
+    };
+    const m = await full("m1", ["m1", "m2"]);
+    m.setSettling(1);
     expect(m.s.settleClaim("m1")).toBeUndefined();
     // Not started: its first reclaim scan is due now.
     const due = await scheduler({ queues: ["m3"], concurrency: 4 }, false);
     expect(due.s.freeSlots()).toBe(4);
     expect(due.s.settleClaim("m3")).toBeUndefined();
-    const g = await scheduler({ queues: ["m4"], concurrency: 4 });
+    const g = await full("m4", ["m4"]);
     await g.s.stop();
+    g.setSettling(1);
     expect(g.s.settleClaim("m4")).toBeUndefined();
+    // The same, single-queue and claiming: a settle call may claim.
+    const one = await full("m5", ["m5"]);
+    one.setSettling(1);
+    expect(one.s.settleClaim("m5")).toEqual({ count: 1, order: expect.any(Array) });
   });
 
   it("is not claiming before it starts, and after it stopped leaves no timer behind", async () => {
@@ -524,17 +538,21 @@ class WatchedStore extends TestTaskStore {
 
 /** The real broker, noting each reclaim scan and prune; scans, prunes and remakes can be refused. */
 class WatchedBroker extends TestBroker {
-  readonly scans: Array<{ at: number; queue: string; priority: Priority; count: number }> = [];
+  readonly scans: Array<{ at: number; queue: string; priority: Priority; count: number; cursor: string | undefined }> = [];
+  /** Told each scan's answer. */
+  onScanned: ((lane: Lane, cursor: string) => void) | undefined;
   readonly prunes: number[] = [];
   failScan: ((lane: Lane) => Error | undefined) | undefined;
   failPrune: Error | undefined;
   failRemake: Error | undefined;
 
   override async reclaim(lane: Lane, consumer: string, leaseMs: number, count: number, cursor?: string) {
-    this.scans.push({ at: Date.now(), queue: lane.queue, priority: lane.priority, count });
+    this.scans.push({ at: Date.now(), queue: lane.queue, priority: lane.priority, count, cursor });
     const failure = this.failScan?.(lane);
     if (failure) throw failure;
-    return super.reclaim(lane, consumer, leaseMs, count, cursor);
+    const scan = await super.reclaim(lane, consumer, leaseMs, count, cursor);
+    this.onScanned?.(lane, scan.cursor);
+    return scan;
   }
 
   override async pruneConsumers(queue: string, minIdleMs: number, keep: string): Promise<number> {
@@ -639,6 +657,20 @@ describe("ClaimScheduler: entries a blocking read took that cannot be started", 
     expect(h.errors[0]).toBe(refused);
     expect(h.readiness[0]).toBe("raise claiming");
   });
+
+  it("makes the groups again when a start meets NOGROUP, though another queue's start failed before it", async () => {
+    const { log, lines } = recordingLogger();
+    const s = watchedStore();
+    s.blind = true;
+    s.failStart.set("sg-bad", new Error("starts of sg-bad refused"));
+    s.failStart.set("sg-lost", nogroup(1));
+    await store.createMany("sg-bad", [task("sg-bad", "x")]);
+    await store.createMany("sg-lost", [task("sg-lost", "x")]);
+    const h = await scheduler({ queues: ["sg-bad", "sg-lost"] }, true, broker, log, s);
+    const missing = "a consumer group is missing (Redis lost its data?): making the queues' groups again";
+    await waitFor(async () => warned(lines, missing).length > 0, { what: "the groups made again" });
+    expect(h.errors[0]).toBe(s.failStart.get("sg-lost"));
+  });
 });
 
 describe("ClaimScheduler: NOGROUP (Redis lost its consumer groups)", () => {
@@ -666,6 +698,32 @@ describe("ClaimScheduler: NOGROUP (Redis lost its consumer groups)", () => {
     // NOGROUP from one queue is the whole worker's problem, not that queue's.
     expect(warned(lines, "claim from a queue failed; claiming from the others")).toEqual([]);
     expect(h.errors.filter(isMissingGroup)).toHaveLength(3);
+  });
+
+  it("starts each lane's reclaim scan afresh after making the groups again", async () => {
+    // Ten entries a live worker with a long lease holds: a scan with one free slot stops after them,
+    // and the next goes on from there. Then a claim meets NOGROUP: the lanes were made anew.
+    await broker.ensureGroup("ng-scan");
+    await store.createMany(
+      "ng-scan",
+      Array.from({ length: 10 }, (_, i) => task("ng-scan", `held-${i}`)),
+    );
+    await broker.claim(redis, "long-lease-worker", ["ng-scan"], 10, 100);
+    await redis.hset(keys.leases("ng-scan"), "long-lease-worker", 60_000);
+    await pause(400);
+    const s = watchedStore();
+    const b = new WatchedBroker(redis, keys);
+    let armedAt: number | undefined;
+    b.onScanned = (lane, cursor) => {
+      if (armedAt === undefined && lane.priority === "normal" && cursor !== "0-0") {
+        armedAt = b.scans.length;
+        s.nextClaims.push(nogroup(1)); // the claim right after this scan
+      }
+    };
+    const h = await scheduler({ queues: ["ng-scan"], concurrency: 1, leaseMs: 300, blockMs: 50 }, true, b, silentLogger, s);
+    await waitFor(async () => armedAt !== undefined && b.scans.slice(armedAt).some((x) => x.priority === "normal"), { what: "a scan after the remake" });
+    expect(h.errors.filter(isMissingGroup)).toHaveLength(1);
+    expect(b.scans.slice(armedAt).find((x) => x.priority === "normal")!.cursor).toBe("0-0");
   });
 
   it("backs off and says so when the groups cannot be made again", async () => {
