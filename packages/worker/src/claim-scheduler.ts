@@ -2,6 +2,7 @@ import { type Broker, isMissingGroup, type Lane, parseEntry, type RawEntry } fro
 import { type ExponentialBackoff, exponentialDelay, type Logger, PRIORITIES, type Priority, sleep } from "@flotilla/core";
 import type { OwnedRedis } from "@flotilla/core/redis";
 import type { StartReply, TaskStore } from "@flotilla/store";
+import { BlockedRead } from "./blocked-read.ts";
 import { type InFlight, laneKey } from "./in-flight.ts";
 import { laneOrder } from "./lane-order.ts";
 import type { Readiness } from "./readiness.ts";
@@ -16,9 +17,6 @@ const CLAIM_RETRY_BACKOFF: ExponentialBackoff = { baseMs: 100, maxMs: 5000 };
  * so the margin only spares the group needless churn.
  */
 const FORGET_CONSUMERS_AFTER_LEASES = 10;
-
-/** How long stop() tries UNBLOCK before it closes the blocking connection under the read. */
-const STOP_UNBLOCK_MS = 1000;
 
 export interface SchedulerOptions {
   workerId: string;
@@ -71,13 +69,14 @@ export class ClaimScheduler {
   /** Slots promised to claims in flight (made by settle calls), not yet filled. */
   private reserved = 0;
   private wakeUp: (() => void) | undefined;
-  private blockingClientId: number | undefined;
+  private readonly blockedRead: BlockedRead;
   private stopping = false;
   private loop: Promise<void> | undefined;
 
   constructor(options: SchedulerOptions, deps: SchedulerDeps) {
     this.opts = options;
     this.deps = deps;
+    this.blockedRead = new BlockedRead(deps.blocking, deps.command);
   }
 
   /** Claiming, and not stopping. */
@@ -86,8 +85,7 @@ export class ClaimScheduler {
   }
 
   async start(): Promise<void> {
-    await this.trackBlockingClientId();
-    this.deps.blocking.redis.on("ready", () => void this.trackBlockingClientId());
+    await this.blockedRead.track();
     this.loop = this.run();
   }
 
@@ -95,21 +93,7 @@ export class ClaimScheduler {
   async stop(): Promise<void> {
     this.stopping = true;
     this.wake();
-    // The blocking read may not have reached Redis yet when the first UNBLOCK does: repeat until the loop ends.
-    const unblock = () => {
-      if (this.blockingClientId !== undefined) void this.deps.command.redis.client("UNBLOCK", this.blockingClientId).catch(() => {});
-    };
-    unblock();
-    const unblocking = setInterval(unblock, 50);
-    // After the blocking connection reconnected, ioredis resends the interrupted read before anything
-    // else, so its new client id is learnt only when that read returns (up to blockMs later). If
-    // UNBLOCK has not ended the loop by then, close the connection under the read: it is the worker's
-    // own and is closed next anyway. Entries the read may have claimed stay pending and are reclaimed
-    // once their lease lapses, as after any lost connection.
-    const closing = setTimeout(() => this.deps.blocking.redis.disconnect(), STOP_UNBLOCK_MS);
-    await this.loop;
-    clearInterval(unblocking);
-    clearTimeout(closing);
+    await this.blockedRead.end(this.loop);
   }
 
   /** A slot freed (or the worker is stopping): let the loop look again. */
@@ -394,13 +378,5 @@ export class ClaimScheduler {
       }
     }
     if (failed !== undefined) throw failed;
-  }
-
-  private async trackBlockingClientId(): Promise<void> {
-    try {
-      this.blockingClientId = Number(await this.deps.blocking.redis.client("ID"));
-    } catch {
-      this.blockingClientId = undefined;
-    }
   }
 }
