@@ -68,6 +68,7 @@ export async function startFaultProxy(target: { host: string; port: number }): P
     });
     upstream.on("data", (d: Buffer) => {
       if (held) {
+        // Replayed through this handler on heal, so an armed reply fault still sees it.
         held.push(() => upstream.emit("data", d));
         return;
       }
