@@ -20,6 +20,7 @@ import { Context } from "@temporalio/activity";
 import { ApplicationFailure } from "@temporalio/common";
 import { abortReasonOf } from "./abort-reason.ts";
 import type { FailureDetails } from "./failure-details.ts";
+import { fenceActivity } from "./fence-activity.ts";
 import type { AgentWorkflowInput, EmitInput, RunResultJson, ToolInput, ToolOutput, TurnInput, TurnOutput } from "./types.ts";
 
 export interface ActivityOptions extends ModelResolverOptions {
@@ -33,8 +34,15 @@ export interface ActivityOptions extends ModelResolverOptions {
   /** Memory stores by name; `redis` (the connection above) is built in. */
   memory?: Record<string, MemoryStore> | undefined;
   retention?: RetentionOptions | undefined;
-  /** How often a running activity heartbeats. @default 1_000 */
+  /** How often a running activity heartbeats (at most a third of its heartbeat timeout). @default 1_000 */
   heartbeatIntervalMs?: number | undefined;
+  /**
+   * Self-fencing: how long before its heartbeat timeout could pass an activity whose heartbeats
+   * Temporal has not acknowledged stops its model call or tool (LEASE_EXPIRED), so it never runs on
+   * once Temporal may have retried it elsewhere. At most a third of the timeout.
+   * @default a tenth of the activity's heartbeat timeout
+   */
+  selfFenceMarginMs?: number | undefined;
 }
 
 /** The activities the Flotilla workflow calls: register them on a Temporal worker as they are. */
@@ -103,21 +111,32 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
    */
   async function activity<T>(taskId: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const ctx = Context.current();
-    const timer = setInterval(() => ctx.heartbeat(), options.heartbeatIntervalMs ?? 1000);
     const aborted = new AbortController();
-    const onCancel = () => {
-      const temporalReason = ctx.cancellationSignal.reason instanceof Error ? ctx.cancellationSignal.reason.message : String(ctx.cancellationSignal.reason);
-      void abortReason(taskId, temporalReason).then((reason) => aborted.abort(reason));
-    };
+    // Temporal's own heartbeat carries a cancel back to the activity; the fence's acknowledged ones
+    // stop the activity when Temporal may have given up on it.
+    const timer = setInterval(() => ctx.heartbeat(), options.heartbeatIntervalMs ?? 1000);
+    const stopWith = (temporalReason: string) => void abortReason(taskId, temporalReason).then((reason) => aborted.abort(reason));
+    const fence = fenceActivity(ctx, {
+      taskId,
+      intervalMs: options.heartbeatIntervalMs ?? 1000,
+      marginMs: options.selfFenceMarginMs,
+      abort: aborted,
+      gone: () => stopWith("NOT_FOUND"),
+    });
+    const onCancel = () =>
+      stopWith(ctx.cancellationSignal.reason instanceof Error ? ctx.cancellationSignal.reason.message : String(ctx.cancellationSignal.reason));
     if (ctx.cancellationSignal.aborted) onCancel();
     else ctx.cancellationSignal.addEventListener("abort", onCancel, { once: true });
     try {
+      // Nothing runs before Temporal has answered that it still holds the activity.
+      if (fence) await untilAborted(fence.ready, aborted.signal);
       return await work(aborted.signal);
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason;
       throw asFailure(err);
     } finally {
       clearInterval(timer);
+      fence?.stop();
       ctx.cancellationSignal.removeEventListener("abort", onCancel);
     }
   }
@@ -234,6 +253,19 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
       });
     },
   };
+}
+
+/** `promise`, or `signal`'s reason thrown once it aborts first. */
+function untilAborted(promise: Promise<void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    void promise.then(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    });
+  });
 }
 
 /** A Flotilla error as a Temporal failure whose type is its code; one no retry can fix is non-retryable. */

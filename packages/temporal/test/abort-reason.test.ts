@@ -22,15 +22,23 @@ describe("abortReasonOf: the reason a cancelled activity aborts its work with", 
       code: ErrorCodes.TIMEOUT,
       message: "timed out after 500 ms",
     });
-    expect(abortReasonOf("NOT_FOUND", { timeoutMs: 500, startedAt: 1000 }, 1499).code).toBe(ErrorCodes.CANCELLED);
+    expect(abortReasonOf("CANCELLED", { timeoutMs: 500, startedAt: 1000 }, 1499).code).toBe(ErrorCodes.CANCELLED);
   });
 
   it("is Temporal's own reason otherwise, in the same shape", () => {
     expect(seen(abortReasonOf("WORKER_SHUTDOWN", {}, 0))).toMatchObject({ code: ErrorCodes.SHUTDOWN });
-    expect(seen(abortReasonOf("NOT_FOUND", undefined, 0))).toEqual({
+    expect(seen(abortReasonOf("CANCELLED", undefined, 0))).toEqual({
       isAbortReason: true,
       code: ErrorCodes.CANCELLED,
-      message: "the activity was cancelled (NOT_FOUND)",
+      message: "the activity was cancelled (CANCELLED)",
+    });
+  });
+
+  it("is STALE_ATTEMPT when Temporal no longer holds the attempt (NOT_FOUND), as Redis mode stops a run whose entry was taken", () => {
+    expect(seen(abortReasonOf("NOT_FOUND", undefined, 0))).toEqual({
+      isAbortReason: true,
+      code: ErrorCodes.STALE_ATTEMPT,
+      message: "Temporal no longer holds this activity attempt (it timed out, or its workflow closed)",
     });
   });
 });
