@@ -4,6 +4,8 @@ export interface BuiltScript {
   numberOfKeys: number;
   lua: string;
 }
+export const SHEBANGS: readonly string[];
+export function checkShebang(path: string, text: string): void;
 export function checkInclude(path: string, text: string): void;
 export function checkHeader(path: string, text: string, keys: number): void;
 export function buildScripts(dir: string): BuiltScript[];

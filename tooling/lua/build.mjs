@@ -5,7 +5,8 @@
 //
 // The layout it enforces (BullMQ's):
 //   lua/<name>-<keys>.lua      a script; the number in its name is its key count, and its header
-//                              numbers every KEYS[i] (1..keys; a run as KEYS[i..j]) and ARGV[i] it takes
+//                              numbers every KEYS[i] (1..keys; a run as KEYS[i..j]) and ARGV[i] it takes;
+//                              its first line says what it does when Redis is full (see SHEBANGS)
 //   lua/includes/<fn>.lua      an include: exactly one top-level `local function <fn>(...)`, plus
 //                              UPPER_CASE constants; no other module-level state
 //   --- @include "<fn>"                   an include of the same package
@@ -61,10 +62,31 @@ export function checkInclude(path, text) {
   }
 }
 
+/**
+ * A script's first line, and so what Redis does with it at `maxmemory` (noeviction). Redis checks
+ * a script that declares flags once, before it runs: `#!lua` is refused whole (an OOM error, nothing
+ * written) — for what admits new work (a submit, a claim); `#!lua flags=allow-oom` runs — for what
+ * finishes, renews or frees work already admitted (a settle, a renewal, a running task's events).
+ * A script without flags would be checked only at its first write, and not at all when that write
+ * cannot grow memory (a DEL): neither all nor nothing, so every script declares one of the two.
+ */
+export const SHEBANGS = ["#!lua", "#!lua flags=allow-oom"];
+
+/** Checks a script's first line: one of SHEBANGS. */
+/** @param {string} path @param {string} text */
+export function checkShebang(path, text) {
+  const first = text.slice(0, text.indexOf("\n") + 1 || text.length).trimEnd();
+  if (!SHEBANGS.includes(first)) {
+    throw new LuaBuildError(
+      `${path}: a script's first line says what it does when Redis is full: ${SHEBANGS.map((s) => `"${s}"`).join(" or ")}, found "${first}"`,
+    );
+  }
+}
+
 /** Checks a script's header: KEYS[1..n] each listed once, n matching the file name. */
 /** @param {string} path @param {string} text @param {number} keys */
 export function checkHeader(path, text, keys) {
-  const header = /^--\[\[([\s\S]*?)\]\]/.exec(text);
+  const header = /^(?:#!.*\n)?--\[\[([\s\S]*?)\]\]/.exec(text);
   if (!header) throw new LuaBuildError(`${path}: a script opens with a --[[ ... ]] header listing its KEYS, ARGV and returns`);
   // `KEYS[i]` each, or a run of them as `KEYS[i..j]`.
   const listed = [...header[1].matchAll(/^\s*KEYS\[(\d+)(?:\.\.(\d+))?\]/gm)].flatMap((m) => {
@@ -114,6 +136,7 @@ export function buildScripts(dir) {
     if (!m) throw new LuaBuildError(`${pkg.name}: script lua/${file} must be named <camelCaseName>-<key count>.lua`);
     const path = join(luaDir, file);
     const text = readFileSync(path, "utf8");
+    checkShebang(path, text);
     checkHeader(path, text, Number(m[2]));
     out.push({ name: m[1], numberOfKeys: Number(m[2]), lua: expand(pkg, text, new Set(), []) });
   }

@@ -1,6 +1,6 @@
 // The Lua build refuses scripts and includes that break the layout every script follows.
 import { describe, expect, it } from "vitest";
-import { buildScripts, checkHeader, checkInclude, LuaBuildError, luaPackages } from "../lua/build.mjs";
+import { buildScripts, checkHeader, checkInclude, checkShebang, LuaBuildError, luaPackages, SHEBANGS } from "../lua/build.mjs";
 
 const header = (keys: string[], more = "    ARGV[1] x\n\n  Returns:\n    1\n") =>
   `--[[\n  Does a thing.\n\n  Input:\n${keys.map((k) => `    ${k}\n`).join("")}${more}]]\n`;
@@ -29,10 +29,18 @@ describe("the Lua build", () => {
     expect(() => checkHeader("/x/a-1.lua", "local x = KEYS[1]\n", 1)).toThrow(/header/);
   });
 
-  it("builds every package's scripts, each include once, with no include directive left", () => {
+  it("takes a script that opens with what Redis does with it when full, and refuses one that does not say", () => {
+    for (const line of SHEBANGS) expect(() => checkShebang("/x/a-1.lua", `${line}\n${header(["KEYS[1] one"])}`)).not.toThrow();
+    expect(() => checkHeader("/x/a-1.lua", `#!lua\n${header(["KEYS[1] one"])}`, 1)).not.toThrow();
+    expect(() => checkShebang("/x/a-1.lua", header(["KEYS[1] one"]))).toThrow(/when Redis is full/);
+    expect(() => checkShebang("/x/a-1.lua", `#!lua flags=no-writes\n${header(["KEYS[1] one"])}`)).toThrow(LuaBuildError);
+  });
+
+  it("builds every package's scripts, each opening with its shebang, each include once, with no include directive left", () => {
     const scripts = luaPackages().flatMap((dir) => buildScripts(dir));
     expect(scripts.length).toBeGreaterThanOrEqual(10);
     for (const s of scripts) {
+      expect(SHEBANGS, s.name).toContain(s.lua.split("\n")[0]);
       expect(s.lua, s.name).not.toMatch(/^---?\s*@include/m);
       const defined = [...s.lua.matchAll(/^local function (\w+)/gm)].map((m) => m[1]);
       expect(new Set(defined).size, `${s.name} defines a function twice`).toBe(defined.length);

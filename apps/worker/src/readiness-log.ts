@@ -31,7 +31,8 @@ export function watchReadiness({ readiness, redis, log, intervalMs = 1000 }: Rea
     }
     if (!state.ready && notReadySince === undefined) {
       notReadySince = Date.now();
-      log.warn("not ready", { reason: down ? "redis unreachable" : "not claiming" });
+      const full = state.reasons.find((r) => r.reason === "redis-full");
+      log.warn("not ready", down ? { reason: "redis unreachable" } : full ? { reason: "redis full", detail: full.detail } : { reason: "not claiming" });
     } else if (state.ready && notReadySince !== undefined) {
       log.info("ready again", { notReadyMs: Date.now() - notReadySince });
       notReadySince = undefined;

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Moves a queue entry this consumer holds to the queue's dead-letter stream, with the reason, and
   acknowledges it, in one step. Fenced: only the consumer holding the entry may.

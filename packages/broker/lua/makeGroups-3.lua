@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Makes the consumer group of each of a queue's lanes that lacks one (and the lane), in one step:
   what a worker does for its queues at start, and again when a read met NOGROUP (Redis lost its

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Moves the tasks of a lane's delayed set that are due into the lane, atomically; any live worker
   may run it (there is no scheduler process).

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Forgets the consumers of a lane that hold no entries and have been silent for `minIdleMs`: the
   workers that used those ids are gone (a restarted worker comes back under a new id), and without

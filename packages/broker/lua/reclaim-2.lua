@@ -1,3 +1,4 @@
+#!lua
 --[[
   Takes over entries of a lane whose holder's lease lapsed. An entry is taken only once it has been
   idle for its holder's lease (as recorded in the leases hash), never merely for the reclaimer's own:

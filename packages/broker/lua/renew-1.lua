@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Renews the leases of the entries this consumer holds: XCLAIM ... JUSTID resets an entry's idle
   time without counting a delivery. An entry it no longer holds is left alone and reported, so

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Cancels a task. The request is stored on the record first (so a worker that claims the task later
   never runs it), then: a waiting task ends CANCELLED at once, counted in the fleet statistics; a

@@ -45,6 +45,11 @@ export const ErrorCodes = {
   TEMPORAL_UNAVAILABLE: "TEMPORAL_UNAVAILABLE",
   /** A feature needs a newer Node.js than the one running (the message names the version). */
   UNSUPPORTED_NODE: "UNSUPPORTED_NODE",
+  /**
+   * Redis is at its `maxmemory` and refused to grow (its OOM reply): nothing was written. A
+   * capacity problem of Redis, not of the task: try again once memory frees.
+   */
+  REDIS_FULL: "REDIS_FULL",
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
@@ -177,6 +182,22 @@ export class WaitTimeoutError extends FlotillaError {
 export class ConnectionError extends FlotillaError {
   constructor(message: string, cause?: unknown) {
     super(ErrorCodes.REDIS_UNAVAILABLE, message, { cause });
+  }
+}
+
+/** Redis's reply to a write it refuses at `maxmemory` (noeviction): "OOM command not allowed when used memory > 'maxmemory'". */
+const OOM_REPLY = /^OOM /;
+
+/** Whether `err` is Redis refusing a write because it is full (its OOM reply, or a RedisFullError made of one). */
+export function isRedisFull(err: unknown): boolean {
+  if (err instanceof FlotillaError) return err.code === ErrorCodes.REDIS_FULL;
+  return err instanceof Error && OOM_REPLY.test(err.message);
+}
+
+/** Redis is at its `maxmemory` and refused the write (nothing was written): try again once memory frees. */
+export class RedisFullError extends FlotillaError {
+  constructor(what: string, cause?: unknown) {
+    super(ErrorCodes.REDIS_FULL, `Redis is full (maxmemory reached): ${what} was refused, nothing written; try again once memory frees`, { cause });
   }
 }
 

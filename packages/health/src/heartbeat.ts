@@ -3,6 +3,7 @@ import { DEFAULTS, type Keys } from "@flotilla/core";
 import { redisTime } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
 import type { WorkerRecord } from "./schema.ts";
+import { scripts } from "./scripts.ts";
 
 export interface HeartbeatOptions {
   workerId: string;
@@ -68,15 +69,13 @@ export class Heartbeat {
       lastBeat: now,
       heartbeatTtlMs: this.ttlMs,
     };
-    const replies = await this.redis
-      .pipeline()
-      .set(this.keys.worker(this.opts.workerId), JSON.stringify(record), "PX", this.ttlMs)
-      .zadd(this.keys.workers(), now, this.opts.workerId)
-      // Forget workers silent for a day; their records expired long ago.
-      .zremrangebyscore(this.keys.workers(), "-inf", now - FORGET_AFTER_MS)
-      .exec();
-    // A pipeline resolves even when its commands fail: a beat that did not land must say so.
-    for (const [err] of replies ?? []) if (err) throw err;
+    // One script (it runs on a full Redis too); workers silent for a day are forgotten, their
+    // records expired long ago.
+    await scripts.beat.run(
+      this.redis,
+      [this.keys.worker(this.opts.workerId), this.keys.workers()],
+      [JSON.stringify(record), this.ttlMs, this.opts.workerId, now, now - FORGET_AFTER_MS],
+    );
   }
 
   /** Stops beating and removes the record at once. */

@@ -1,8 +1,8 @@
 import { createKeys, ErrorCodes, exponentialDelay, FlotillaError, type Keys, sleep } from "@flotilla/core";
-import { closeRedis, type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core/redis";
+import { closeRedis, formatBytes, type OwnedRedis, openRedis, type RedisConnection, readRedisMemory } from "@flotilla/core/redis";
 import { listQueues } from "@flotilla/store";
 import type { Redis } from "ioredis";
-import { type QueueState, readFleetFigures } from "./fleet-figures.ts";
+import { type QueueState, readFleetFigures, redisWide } from "./fleet-figures.ts";
 
 export type Severity = "warning" | "critical";
 
@@ -18,6 +18,12 @@ export interface AlertRule {
   /** Stable name, e.g. `queue_depth_critical`; an alert's id is `<name>:<queue>`. */
   name: string;
   severity: Severity;
+  /**
+   * "queue": judged for each queue. "redis": judged once for the whole Redis (its memory), against
+   * figures whose queue is "*": the alert's id is `<name>:*`.
+   * @default "queue"
+   */
+  scope?: "queue" | "redis";
   /** Undefined: the rule has nothing to say of this queue (no data). */
   check(queue: QueueState): RuleVerdict | undefined;
 }
@@ -50,6 +56,8 @@ export interface AlertThresholds {
   failureRateMinSamples?: number;
   /** @default 60_000 */
   waitP95Ms?: number;
+  /** Redis's used_memory ÷ maxmemory at which `redis_memory_near_limit` fires (no limit set: never). @default 0.9 */
+  redisMemoryRatio?: number;
 }
 
 const depthRule = (name: string, severity: Severity, limit: number): AlertRule => ({
@@ -65,6 +73,7 @@ export function defaultRules(t: AlertThresholds = {}): AlertRule[] {
   const failureRate = t.failureRate ?? 0.1;
   const minSamples = t.failureRateMinSamples ?? 5;
   const waitP95 = t.waitP95Ms ?? 60_000;
+  const memoryRatio = t.redisMemoryRatio ?? 0.9;
   return [
     depthRule("queue_depth_warning", "warning", depthWarning),
     depthRule("queue_depth_critical", "critical", depthCritical),
@@ -105,6 +114,22 @@ export function defaultRules(t: AlertThresholds = {}): AlertRule[] {
               threshold: waitP95,
               message: `95 % of "${q.queue}"'s tasks waited up to ${q.waitP95Ms} ms (over ${waitP95})`,
             },
+    },
+    {
+      name: "redis_memory_near_limit",
+      severity: "critical",
+      scope: "redis",
+      check: ({ redisMemory: { usedBytes, maxBytes } }) => {
+        // No limit: never near it (and an alert raised under a limit since removed resolves).
+        if (maxBytes === 0) return { firing: false, value: 0, threshold: memoryRatio, message: "Redis has no maxmemory" };
+        const ratio = usedBytes / maxBytes;
+        return {
+          firing: ratio >= memoryRatio,
+          value: ratio,
+          threshold: memoryRatio,
+          message: `Redis uses ${formatBytes(usedBytes)} of its maxmemory ${formatBytes(maxBytes)} (${Math.round(ratio * 100)} %): at the limit it refuses submits and workers take no new work`,
+        };
+      },
     },
   ];
 }
@@ -194,8 +219,13 @@ export class AlertManager {
     const states = await readFleetFigures(this.redis, this.keys, queues, this.options.windowMs ?? 300_000, now);
     const repeatMs = this.options.repeatIntervalMs ?? 3_600_000;
     const events: AlertEvent[] = [];
-    for (const state of states) {
+    const judged = [
+      ...states.map((state) => [state, "queue"] as const),
+      [redisWide(states[0]?.redisMemory ?? (await readRedisMemory(this.redis))), "redis"] as const,
+    ];
+    for (const [state, scope] of judged) {
       for (const rule of this.rules) {
+        if ((rule.scope ?? "queue") !== scope) continue;
         const id = `${rule.name}:${state.queue}`;
         const verdict = rule.check(state);
         const current = this.firing.get(id);

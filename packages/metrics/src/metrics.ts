@@ -14,6 +14,8 @@ export const METRICS = {
   duration: "flotilla.task.duration",
   waitTime: "flotilla.task.wait_time",
   workersLive: "flotilla.workers.live",
+  redisMemoryUsed: "flotilla.redis.memory.used",
+  redisMemoryMax: "flotilla.redis.memory.max",
   eventsEmitted: "flotilla.stream.events.emitted",
   publishDuration: "flotilla.stream.event.publish_duration",
 } as const;
@@ -88,6 +90,13 @@ class Samples {
   }
 }
 
+/** Redis's memory as INFO reports it, in bytes. */
+export interface RedisMemoryFigures {
+  usedBytes: number;
+  /** maxmemory; 0: no limit. */
+  maxBytes: number;
+}
+
 export interface FlotillaMetricsOptions {
   /** Where instruments are created. @default the global MeterProvider (`metrics.getMeterProvider()`) */
   meterProvider?: MeterProvider;
@@ -106,6 +115,7 @@ export class FlotillaMetrics {
   private readonly otelHistograms = new Map<string, ReturnType<Meter["createHistogram"]>>();
   private readonly queueSources = new Set<() => readonly QueueFigures[]>();
   private readonly workerSources = new Set<() => number | undefined>();
+  private readonly memorySources = new Set<() => RedisMemoryFigures | undefined>();
 
   constructor(options: FlotillaMetricsOptions = {}) {
     this.meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter("@flotilla/metrics");
@@ -136,6 +146,16 @@ export class FlotillaMetrics {
     live.addCallback((r) => {
       const n = this.liveWorkers();
       if (n !== undefined) r.observe(n);
+    });
+    const used = this.meter.createObservableGauge(METRICS.redisMemoryUsed, { description: "Memory Redis uses (INFO used_memory)", unit: "By" });
+    const max = this.meter.createObservableGauge(METRICS.redisMemoryMax, { description: "Redis's maxmemory (0: no limit)", unit: "By" });
+    used.addCallback((r) => {
+      const m = this.redisMemory();
+      if (m) r.observe(m.usedBytes);
+    });
+    max.addCallback((r) => {
+      const m = this.redisMemory();
+      if (m) r.observe(m.maxBytes);
     });
   }
 
@@ -171,6 +191,20 @@ export class FlotillaMetrics {
     return () => this.workerSources.delete(source);
   }
 
+  /** Redis's memory for its gauges (a worker's probe reads it every second); returns the function that stops observing. */
+  observeRedisMemory(source: () => RedisMemoryFigures | undefined): () => void {
+    this.memorySources.add(source);
+    return () => this.memorySources.delete(source);
+  }
+
+  private redisMemory(): RedisMemoryFigures | undefined {
+    for (const s of this.memorySources) {
+      const m = s();
+      if (m) return m;
+    }
+    return undefined;
+  }
+
   private queueFigures(): QueueFigures[] {
     return [...this.queueSources].flatMap((s) => s());
   }
@@ -195,6 +229,11 @@ export class FlotillaMetrics {
     }
     const live = this.liveWorkers();
     if (live !== undefined) gauges[METRICS.workersLive] = { "": live };
+    const memory = this.redisMemory();
+    if (memory) {
+      gauges[METRICS.redisMemoryUsed] = { "": memory.usedBytes };
+      gauges[METRICS.redisMemoryMax] = { "": memory.maxBytes };
+    }
     return { counters, gauges, histograms };
   }
 

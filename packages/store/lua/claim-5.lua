@@ -1,3 +1,4 @@
+#!lua
 --[[
   Claims up to `count` new entries of a queue for this consumer and starts their tasks, in one
   step: lanes are read in the given order without blocking, so a worker makes one round trip for a

@@ -1,3 +1,4 @@
+#!lua
 --[[
   Creates a batch of a queue's tasks (PENDING records) and enqueues each: an entry in its priority
   lane, or, with a start time, a member of the lane's delayed set. One call, one slot.

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Takes a task whose record cannot be trusted (see includes/recordFault.lua) out of its queue, in
   one step: the entry this consumer holds is dead-lettered with the reason and acknowledged, the

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Appends a batch of a task's events (other than status changes, which its record keeps) for the
   attempt that runs it now: numbered after the record's seq, added to the task's event stream and

@@ -1,3 +1,4 @@
+#!lua
 --[[
   Sends a dead-lettered task back to its lane for another run, in one step: the FAILED record
   returns to PENDING (retries reset, a fresh delivery allowance, a stale cancel request dropped, its

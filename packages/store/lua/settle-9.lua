@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Workers end attempts in batches: each outcome (COMPLETED, FAILED, CANCELLED or RETRYING) is
   written to its task record (fenced on its attempt) and its queue entry settled, all in one step:

@@ -1,3 +1,4 @@
+#!lua
 --[[
   Starts the tasks of entries this consumer already holds: read by a blocking XREADGROUP, or
   reclaimed after their lease lapsed with a previous holder, who may be dead or frozen (then a

@@ -8,7 +8,7 @@ const lua = (file: string) => readFileSync(new URL(`../lua/${file}`, import.meta
 
 /** The names a header lists for each repeated item: `ARGV[n..] per <item> (<count>): a, b, c` (wrapped lines included). */
 function headerList(text: string, item: string): { count: number; names: string[] } {
-  const header = /^--\[\[([\s\S]*?)\]\]/.exec(text)![1]!;
+  const header = /^(?:#!.*\n)?--\[\[([\s\S]*?)\]\]/.exec(text)![1]!;
   const m = new RegExp(`per ${item} \\((\\d+)\\):([\\s\\S]*?)\\n\\s*(?:\\(|ARGV|KEYS|Returns|\\n)`).exec(header);
   if (!m) throw new Error(`no "per ${item}" list in the header`);
   return {

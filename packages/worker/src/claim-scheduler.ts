@@ -1,4 +1,4 @@
-import { type Broker, isMissingGroup, type Lane, parseEntry, type RawEntry } from "@flotilla/broker";
+import { type Broker, type Lane, parseEntry, type RawEntry } from "@flotilla/broker";
 import { type ExponentialBackoff, exponentialDelay, type Logger, PRIORITIES, type Priority, sleep } from "@flotilla/core";
 import type { OwnedRedis } from "@flotilla/core/redis";
 import type { StartReply, TaskStore } from "@flotilla/store";
@@ -47,7 +47,7 @@ export interface SchedulerDeps {
   /** Told when claims start failing (the worker is not ready) and when one works again. */
   readiness: Pick<Readiness, "raise" | "clear">;
   /** Whether Redis can be reached: nothing is claimed while it cannot. */
-  link: Pick<RedisLink, "up" | "whenUp">;
+  link: Pick<RedisLink, "up" | "whenUp" | "observe">;
 }
 
 /**
@@ -163,10 +163,14 @@ export class ClaimScheduler {
         this.deps.readiness.clear("claiming");
       } catch (err) {
         if (this.stopping) break;
+        const trouble = this.deps.link.observe(err);
+        // Redis refused new work at its maxmemory: the link is down ("redis-full") until a probe
+        // shows memory below the limit, and the loop waits on it.
+        if (trouble === "full") continue;
         failures++;
         this.deps.readiness.raise("claiming", err instanceof Error ? err.message : String(err));
         this.deps.onError(err);
-        if (isMissingGroup(err)) {
+        if (trouble === "nogroup") {
           if ((await this.remakeGroups(err)) && !remade) {
             remade = true;
             continue;
@@ -242,8 +246,9 @@ export class ClaimScheduler {
         try {
           replies = await this.deps.store.claim(queue, this.opts.workerId, free - started, order);
         } catch (err) {
-          // NOGROUP: Redis lost its data; the loop makes every queue's groups again.
-          if (isMissingGroup(err)) throw err;
+          // NOGROUP (Redis lost its data: the loop makes every queue's groups again), or Redis full
+          // (the loop waits for memory): not this queue's trouble alone.
+          if (this.deps.link.observe(err) !== "other") throw err;
           // One queue's failure must not stop the others being served.
           failed.push(err);
           this.deps.log.warn("claim from a queue failed; claiming from the others", { queue, err });
@@ -313,8 +318,8 @@ export class ClaimScheduler {
         try {
           scan = await this.deps.broker.reclaim(lane, this.opts.workerId, this.opts.leaseMs, free, this.reclaimCursors.get(laneKey(lane)) ?? "0-0");
         } catch (err) {
-          // NOGROUP: Redis lost its data; the loop makes every queue's groups again.
-          if (isMissingGroup(err)) throw err;
+          // NOGROUP or Redis full: the loop's to handle, for every lane.
+          if (this.deps.link.observe(err) !== "other") throw err;
           // One lane's failure (a key of the wrong type, say) must not stop the others being scanned.
           this.deps.log.warn("reclaim scan of a lane failed; scanning the others", { queue, priority, err });
           this.deps.onError(err);
@@ -373,7 +378,7 @@ export class ClaimScheduler {
           this.deps.dispatch(queue, reply, reclaimed, leaseFrom);
       } catch (err) {
         // Its entries stay pending (reclaimed once their lease lapses); the other queues' start now.
-        if (isMissingGroup(err)) throw err;
+        if (this.deps.link.observe(err) !== "other") throw err;
         failed ??= err;
       }
     }

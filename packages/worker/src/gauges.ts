@@ -1,12 +1,13 @@
 import type { Broker } from "@flotilla/broker";
 import type { Keys, Logger } from "@flotilla/core";
 import { countLiveWorkers, deadAfter } from "@flotilla/health";
-import type { FlotillaMetrics, QueueFigures } from "@flotilla/metrics";
+import type { FlotillaMetrics, QueueFigures, RedisMemoryFigures } from "@flotilla/metrics";
 import type { Redis } from "ioredis";
 
 /**
- * The worker's gauges (queue depth and pending per queue, live workers), read from Redis on a
- * timer and handed to the metrics' observable callbacks. The live-worker count is one ZCOUNT.
+ * The worker's gauges (queue depth and pending per queue, live workers, Redis's memory), read from
+ * Redis on a timer and handed to the metrics' observable callbacks. The live-worker count is one
+ * ZCOUNT; Redis's memory is what the link's probe last read, at no cost of its own.
  */
 export class Gauges {
   private readonly redis: Redis;
@@ -31,8 +32,13 @@ export class Gauges {
     this.log = log;
   }
 
-  start(intervalMs: number): void {
-    this.stopObserving = [this.metrics.observeQueues(() => this.figures), this.metrics.observeWorkers(() => this.liveWorkers)];
+  /** `memory`: Redis's memory as the worker's link last read it (every second). */
+  start(intervalMs: number, memory: () => RedisMemoryFigures | undefined = () => undefined): void {
+    this.stopObserving = [
+      this.metrics.observeQueues(() => this.figures),
+      this.metrics.observeWorkers(() => this.liveWorkers),
+      this.metrics.observeRedisMemory(memory),
+    ];
     void this.read();
     this.timer = setInterval(() => void this.read(), intervalMs);
     this.timer.unref();

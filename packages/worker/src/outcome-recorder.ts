@@ -3,6 +3,7 @@ import { ErrorCodes, type Logger } from "@flotilla/core";
 import { type FlotillaMetrics, METRICS } from "@flotilla/metrics";
 import type { FinishInput, TaskStore } from "@flotilla/store";
 import type { DeadLetteredEvent, TaskEndEvent } from "./events.ts";
+import { persist } from "./persist.ts";
 import type { Settler } from "./settler.ts";
 
 export interface RecorderDeps {
@@ -19,6 +20,10 @@ export interface RecorderDeps {
    * lease keeper then knows a renewal that finds the entry gone is no loss.
    */
   settling?: ((lane: Lane, entryId: string) => void) | undefined;
+  /** Told of each write Redis refused for being full or out of reach (the worker's link). */
+  observe?: ((err: unknown) => void) | undefined;
+  /** Aborted when the worker stops sending refused writes again (its drain deadline passed). */
+  giveUp?: AbortSignal | undefined;
 }
 
 const COUNTERS = { COMPLETED: METRICS.completed, FAILED: METRICS.failed, CANCELLED: METRICS.cancelled, RETRYING: METRICS.retried } as const;
@@ -43,7 +48,9 @@ export class OutcomeRecorder {
     const deadReason =
       outcome.status === "FAILED" ? `failed after ${outcome.attempt} attempt${outcome.attempt === 1 ? "" : "s"}: [${error.code}] ${error.message}` : undefined;
     this.deps.settling?.(lane, entryId);
-    const finished = await this.deps.settler.settle(queue, { ...outcome, taskId, priority: lane.priority, entryId, deadReason });
+    const finished = await this.persist("outcome", { taskId, entryId, status: outcome.status }, () =>
+      this.deps.settler.settle(queue, { ...outcome, taskId, priority: lane.priority, entryId, deadReason }),
+    );
     if (!finished.ok && finished.reason === "corrupt") {
       // The record went bad while the attempt ran: nothing was written, the entry is still ours.
       if (entryId) await this.failCorrupt(lane, entryId, taskId, finished.detail);
@@ -73,6 +80,12 @@ export class OutcomeRecorder {
     this.deps.ended({ taskId, attempt: outcome.attempt, status, error: outcome.error, recorded: finished.ok });
   }
 
+  /** `write`, sent again while Redis refuses it for being full or out of reach (see persist). */
+  private persist<T>(what: string, fields: Record<string, unknown>, write: () => Promise<T>): Promise<T> {
+    const { log, observe, giveUp } = this.deps;
+    return persist(write, { log, what, fields, observe, giveUp });
+  }
+
   /**
    * Takes a task whose record cannot be trusted out of its queue: its entry dead-lettered with the
    * reason (the bad values kept in the letter) and, when it can be, the record ended FAILED with code
@@ -81,7 +94,9 @@ export class OutcomeRecorder {
   async failCorrupt(lane: Lane, entryId: string, taskId: string, fault: string): Promise<void> {
     const { queue } = lane;
     const reason = `corrupt task record: ${fault}`;
-    const { moved, failed } = await this.deps.store.failCorrupt(lane, entryId, this.deps.consumer, taskId, reason);
+    const { moved, failed } = await this.persist("dead letter", { taskId, entryId }, () =>
+      this.deps.store.failCorrupt(lane, entryId, this.deps.consumer, taskId, reason),
+    );
     if (!moved) {
       this.deps.log.warn("entry not dead-lettered: another worker holds it now", { queue, entryId, taskId });
       return;
@@ -102,7 +117,9 @@ export class OutcomeRecorder {
   ): Promise<void> {
     const { queue } = lane;
     this.deps.settling?.(lane, entryId);
-    const moved = await this.deps.broker.deadLetter(lane, entryId, this.deps.consumer, { reason, fields, taskId, ...(extra && { extra }) });
+    const moved = await this.persist("dead letter", { taskId, entryId }, () =>
+      this.deps.broker.deadLetter(lane, entryId, this.deps.consumer, { reason, fields, taskId, ...(extra && { extra }) }),
+    );
     if (!moved) {
       this.deps.log.warn("entry not dead-lettered: another worker holds it now", { queue, entryId, taskId });
       return;

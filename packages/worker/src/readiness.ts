@@ -2,10 +2,11 @@ import type { Logger } from "@flotilla/core";
 
 /**
  * Why a worker is not ready: `starting` (start() has not finished), `stopping` (stop() was called),
- * `redis` (its connection to Redis is down), `claiming` (its claims fail: a missing consumer group
+ * `redis` (its connection to Redis is down), `redis-full` (Redis is at its maxmemory: the worker
+ * takes no new work, finishing what it runs), `claiming` (its claims fail: a missing consumer group
  * it could not make again, an error from Redis).
  */
-export type NotReadyReason = "starting" | "stopping" | "redis" | "claiming";
+export type NotReadyReason = "starting" | "stopping" | "redis" | "redis-full" | "claiming";
 
 /** A worker's readiness as a probe reads it: ready, or each reason it is not, with what was seen and since when (ms). */
 export interface ReadinessState {

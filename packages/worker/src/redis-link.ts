@@ -1,8 +1,26 @@
+import { isMissingGroup } from "@flotilla/broker";
+import { isRedisFull } from "@flotilla/core";
+import { formatBytes, isFull, type RedisMemory, readRedisMemory } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
-import type { Readiness } from "./readiness.ts";
+import type { NotReadyReason, Readiness } from "./readiness.ts";
 
-/** Why Redis is out of reach: the connection closed (ioredis reconnects), or Redis stopped answering. */
-export type LinkDownCause = "closed" | "unresponsive";
+/**
+ * Why the worker must take no new work from Redis: the connection closed (ioredis reconnects),
+ * Redis stopped answering, or Redis is full (at `maxmemory`: it refuses what grows memory).
+ */
+export type LinkDownCause = "closed" | "unresponsive" | "full";
+
+/** What an error from Redis means for the worker: Redis lost its consumer groups, is full, or anything else. */
+export type RedisTrouble = "nogroup" | "full" | "other";
+
+/** What an error from Redis means, by itself (RedisLink.observe also acts on it). */
+export function classifyRedisError(err: unknown): RedisTrouble {
+  if (isMissingGroup(err)) return "nogroup";
+  return isRedisFull(err) ? "full" : "other";
+}
+
+/** The readiness reason each cause raises. */
+const REASON: Record<LinkDownCause, NotReadyReason> = { closed: "redis", unresponsive: "redis", full: "redis-full" };
 
 export interface RedisLinkOptions {
   /** How often Redis is asked (PING) whether it answers. */
@@ -14,13 +32,18 @@ export interface RedisLinkOptions {
 }
 
 /**
- * Whether this worker can reach Redis now, decided in one place for the parts that must hold back
- * while it cannot: the claim loop (claims nothing), readiness (`redis`) and the worker's probes.
- * Down while the command connection is closed, or while a probe has gone unanswered for
- * `probeTimeoutMs` — a network partition leaves the socket open and silent, so only a question that
- * gets no answer tells. Up again once the connection is back and a probe is answered.
+ * The worker's connection-state machine: whether it may take new work from Redis now, decided in
+ * one place for the parts that must hold back while it may not — the claim loop (claims nothing,
+ * settles claim nothing), readiness and the worker's probes — and what an error from Redis means
+ * (`observe`). Down while the command connection is closed; while a probe has gone unanswered for
+ * `probeTimeoutMs` (a network partition leaves the socket open and silent, so only a question that
+ * gets no answer tells); or while Redis is full — its probe (`INFO memory`, answered even then)
+ * shows used_memory at maxmemory, or a write was refused with OOM since. Up again once the
+ * connection is back and a probe is answered, showing memory below the limit.
  *
- * Leases do not wait for this: the lease keeper fences runs on its own renewals' answers.
+ * Leases do not wait for this: the lease keeper fences runs on its own renewals' answers, and
+ * renewals, settles and a running task's events are let through a full Redis (their scripts allow
+ * it): only new work waits.
  */
 export class RedisLink {
   private readonly redis: Redis;
@@ -31,6 +54,7 @@ export class RedisLink {
   private timer: NodeJS.Timeout | undefined;
   /** When the probe that has not been answered yet was sent (monotonic ms). */
   private probeSentAt: number | undefined;
+  private lastMemory: RedisMemory | undefined;
 
   constructor(redis: Redis, readiness: Pick<Readiness, "raise" | "clear">, options: RedisLinkOptions) {
     this.redis = redis;
@@ -38,9 +62,26 @@ export class RedisLink {
     this.opts = options;
   }
 
-  /** Redis answered its last probe and the connection is open. */
+  /** Redis answered its last probe, the connection is open and Redis is not full: new work may be taken. */
   get up(): boolean {
     return this.down.size === 0;
+  }
+
+  /** Redis's memory as its last answered probe gave it. */
+  get memory(): RedisMemory | undefined {
+    return this.lastMemory;
+  }
+
+  /**
+   * What an error from Redis means: "nogroup" (Redis lost its consumer groups; the caller makes
+   * them again), "full" (the worker takes no new work until a probe shows memory below the limit),
+   * or "other".
+   */
+  observe(err: unknown): RedisTrouble {
+    const trouble = classifyRedisError(err);
+    if (trouble !== "full") return trouble;
+    this.setDown("full", `Redis at ${this.opts.where} is full: it refused a write (maxmemory reached); taking no new work until memory frees`);
+    return "full";
   }
 
   /** Resolves once Redis can be reached (at once when it can). */
@@ -82,10 +123,17 @@ export class RedisLink {
       return;
     }
     this.probeSentAt = now;
-    this.redis.ping().then(
-      () => {
+    readRedisMemory(this.redis).then(
+      (memory) => {
         this.probeSentAt = undefined;
+        this.lastMemory = memory;
         this.setUp("unresponsive");
+        if (isFull(memory)) {
+          this.setDown(
+            "full",
+            `Redis at ${this.opts.where} is full: used_memory ${formatBytes(memory.usedBytes)} of maxmemory ${formatBytes(memory.maxBytes)}; taking no new work until memory frees`,
+          );
+        } else this.setUp("full");
       },
       // Refused at once (connection closed, no offline queue) or failed: the next tick asks again.
       () => {
@@ -96,18 +144,17 @@ export class RedisLink {
 
   private setDown(cause: LinkDownCause, detail: string): void {
     this.down.set(cause, detail);
-    this.readiness.raise("redis", detail);
+    this.readiness.raise(REASON[cause], detail);
   }
 
   private setUp(cause: LinkDownCause): void {
     if (!this.down.delete(cause)) return;
-    const other = [...this.down.values()][0];
-    if (other !== undefined) {
-      this.readiness.raise("redis", other);
-      return;
-    }
-    this.readiness.clear("redis");
-    this.release();
+    const reason = REASON[cause];
+    // Another cause behind the same readiness reason keeps it raised, with its own detail.
+    const other = [...this.down].find(([c]) => REASON[c] === reason);
+    if (other) this.readiness.raise(reason, other[1]);
+    else this.readiness.clear(reason);
+    if (this.up) this.release();
   }
 
   private release(): void {

@@ -51,6 +51,8 @@ export class WorkerSession {
   private readonly gauges: Gauges;
   private readonly broker: Broker;
   private onDeadline: "release" | "cancel" = "release";
+  /** Aborted at the drain deadline: outcomes Redis keeps refusing are no longer sent again. */
+  private readonly giveUp = new AbortController();
 
   private constructor(options: ResolvedWorkerOptions, conn: OwnedRedis, blocking: OwnedRedis, hub: SubscriberHub, listener: SessionListener) {
     this.options = options;
@@ -99,6 +101,8 @@ export class WorkerSession {
       log,
       ended: (e) => listener.ended(e),
       settling: (lane, entryId) => this.inFlight.markSettling(lane, entryId),
+      observe: (err) => this.link.observe(err),
+      giveUp: this.giveUp.signal,
       deadLettered: (e) => {
         metrics.add(METRICS.deadLettered, 1, { queue: e.queue });
         listener.deadLettered(e);
@@ -181,7 +185,7 @@ export class WorkerSession {
     await session.heartbeat.start();
     session.leases.start();
     await session.scheduler.start();
-    session.gauges.start(options.gaugeIntervalMs);
+    session.gauges.start(options.gaugeIntervalMs, () => session.link.memory);
     return session;
   }
 
@@ -203,6 +207,7 @@ export class WorkerSession {
     this.link.stop();
     if (!(await this.inFlight.settled(drainTimeoutMs))) {
       log.warn(`drain deadline reached: ${onDeadline === "release" ? "handing back" : "cancelling"} running tasks`, { tasks: this.inFlight.taskIds() });
+      this.giveUp.abort();
       this.inFlight.abortAll(new AbortReason(ErrorCodes.SHUTDOWN, `worker ${this.options.workerId} shut down before the task finished`));
       await this.inFlight.settled();
     }

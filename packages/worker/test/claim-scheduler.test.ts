@@ -8,6 +8,7 @@ import { type LoggedLine, purgePrefix, recordingLogger, redisUrl, testPrefix, te
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { ClaimScheduler, type SchedulerOptions } from "../src/claim-scheduler.ts";
 import { InFlight } from "../src/in-flight.ts";
+import { classifyRedisError } from "../src/redis-link.ts";
 
 // The claim loop on its own: real Redis, real store and broker; what it claims goes to a list.
 const redis = testRedis();
@@ -61,6 +62,12 @@ async function scheduler(
       return linkUp;
     },
     whenUp: () => (linkUp ? Promise.resolve() : new Promise<void>((resolve) => (linkBack = resolve))),
+    // As the worker's link: an OOM reply takes it down (Redis full) until the test brings it back.
+    observe: (err: unknown) => {
+      const trouble = classifyRedisError(err);
+      if (trouble === "full") linkUp = false;
+      return trouble;
+    },
   };
   const setLink = (up: boolean) => {
     linkUp = up;

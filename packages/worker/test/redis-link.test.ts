@@ -85,3 +85,34 @@ describe("RedisLink", () => {
     expect(conn!.listenerCount("ready")).toBe(0);
   });
 });
+
+describe("RedisLink: a full Redis", () => {
+  const oom = () => Object.assign(new Error("OOM command not allowed when used memory > 'maxmemory'."), { name: "ReplyError" });
+
+  it("goes down (redis-full) at a write refused with OOM, at once; the next probe, memory below the limit, brings it up", async () => {
+    const { readiness } = await setup({ probeIntervalMs: 200, probeTimeoutMs: 1000 });
+    await waitFor(() => link!.memory !== undefined, { what: "a first probe" });
+    expect(link!.observe(oom())).toBe("full");
+    expect(link!.up).toBe(false);
+    expect(readiness.state.reasons).toEqual([
+      { reason: "redis-full", detail: expect.stringMatching(/^Redis at redis-under-test is full: it refused a write/), since: expect.any(Number) },
+    ]);
+    // The shared Redis has no maxmemory: the next probe finds it below any limit.
+    await link!.whenUp();
+    expect(readiness.state).toEqual({ ready: true, reasons: [] });
+  });
+
+  it("tells NOGROUP and anything else apart, and goes down for neither", async () => {
+    await setup();
+    expect(link!.observe(new Error("NOGROUP No such key 'q' or consumer group 'g'"))).toBe("nogroup");
+    expect(link!.observe(new Error("ERR wrong number of arguments"))).toBe("other");
+    expect(link!.up).toBe(true);
+  });
+
+  it("reads Redis's memory at each probe", async () => {
+    await setup();
+    await waitFor(() => link!.memory !== undefined, { what: "a first probe" });
+    expect(link!.memory!.usedBytes).toBeGreaterThan(0);
+    expect(link!.memory!.maxBytes).toBe(Number((await admin.config("GET", "maxmemory"))[1]));
+  });
+});

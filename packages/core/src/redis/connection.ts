@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from "ioredis";
 import { type ExponentialBackoff, exponentialDelay } from "../backoff.ts";
 import { DEFAULTS } from "../defaults.ts";
-import { ConnectionError, FlotillaError } from "../errors.ts";
+import { ConnectionError, FlotillaError, isRedisFull, RedisFullError } from "../errors.ts";
 
 /**
  * An ioredis client from any copy of ioredis 5 or 6, told apart from options by what it has, not by
@@ -128,9 +128,17 @@ export function isConnectionFailure(err: unknown): boolean {
   return CONNECTION_FAILURE.test(err.message) || CONNECTION_FAILURE.test(String((err as { code?: string }).code));
 }
 
-/** A connection failure as a typed ConnectionError; any other error as it was. */
+/**
+ * A connection failure as a typed ConnectionError, Redis refusing a write at its maxmemory as a
+ * RedisFullError; any other error as it was.
+ */
 export function translateRedisError(redis: Redis, err: unknown): unknown {
-  if (err instanceof FlotillaError || !isConnectionFailure(err)) return err;
+  if (err instanceof FlotillaError) return err;
+  if (isRedisFull(err)) {
+    const command = (err as { command?: { name?: string } }).command?.name;
+    return new RedisFullError(`${command ? `${command.toUpperCase()} ` : "a write "}to Redis at ${describeRedis(redis)}`, err);
+  }
+  if (!isConnectionFailure(err)) return err;
   return new ConnectionError(`Redis at ${describeRedis(redis)} is unreachable: ${(err as Error).message}`, err);
 }
 

@@ -17,4 +17,5 @@ export {
   withRedis,
 } from "./connection.ts";
 export { LuaScript, type ScriptSource } from "./lua-script.ts";
+export { formatBytes, isFull, parseMemoryInfo, type RedisMemory, readRedisMemory } from "./memory.ts";
 export { type MessageListener, SubscriberHub, type SubscriberHubOptions, type Unsubscribe } from "./subscriber-hub.ts";

@@ -1,14 +1,18 @@
 import { createHash } from "node:crypto";
 import type { ChainableCommander, Redis } from "ioredis";
-import { CorruptRecordError, ValidationError } from "../errors.ts";
+import { CorruptRecordError, isRedisFull, RedisFullError, ValidationError } from "../errors.ts";
 
 /** The error reply a script gives when a record it read cannot be trusted: `CORRUPT_RECORD <what>: <why>`, nothing written. */
 const CORRUPT_REPLY = /^CORRUPT_RECORD ([^:]+): (.*)$/s;
 
-/** A script's CORRUPT_RECORD error reply as the typed error; anything else as it was. */
-function typedScriptError(err: unknown): never {
+/**
+ * A script's CORRUPT_RECORD error reply, or Redis refusing it at maxmemory (a script without
+ * allow-oom is refused whole, before it runs), as the typed error; anything else as it was.
+ */
+function typedScriptError(name: string, err: unknown): never {
   const m = err instanceof Error ? CORRUPT_REPLY.exec(err.message) : null;
   if (m) throw new CorruptRecordError(m[1]!, m[2]!);
+  if (isRedisFull(err)) throw new RedisFullError(`script ${name}`, err);
   throw err;
 }
 
@@ -39,6 +43,8 @@ export class LuaScript {
   readonly lua: string;
   /** SHA1 of the source: what EVALSHA sends. */
   readonly sha: string;
+  /** The script's own name (`settle`), for errors. */
+  private readonly source: string;
 
   constructor(source: ScriptSource) {
     this.sha = createHash("sha1").update(source.lua).digest("hex");
@@ -46,6 +52,7 @@ export class LuaScript {
     // scripts of the same name (or two versions of one) from shadowing each other.
     this.name = `flotilla_${source.name.replace(/\W/g, "_")}_${this.sha.slice(0, 10)}`;
     this.lua = source.lua;
+    this.source = source.name;
     this.numberOfKeys = source.numberOfKeys;
   }
 
@@ -64,7 +71,7 @@ export class LuaScript {
   run(redis: Redis, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
     this.install(redis);
     this.check(keys);
-    return (redis as unknown as ScriptCaller)[this.name]!(...keys, ...args).catch(typedScriptError);
+    return (redis as unknown as ScriptCaller)[this.name]!(...keys, ...args).catch((err: unknown) => typedScriptError(this.source, err));
   }
 
   /** Queues the script on a pipeline (its Redis must have had `install` called before `pipeline()`). */
