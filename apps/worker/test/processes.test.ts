@@ -83,12 +83,14 @@ describe("flotilla-worker processes", () => {
     // kill -9 one: the fleet marks it dead once its beats stop; the other stays live.
     a.child.kill("SIGKILL");
     await a.exited;
+    // proc-b's figures are as of its last beat: wait for a beat after its last task, on a loaded machine too.
     const fleet = await waitFor(
       async () => {
         const f = await client.fleet.status({ deadAfterMs: 700 });
-        return f.workers.find((w) => w.workerId === "proc-a")?.alive === false ? f : undefined;
+        const dead = f.workers.find((w) => w.workerId === "proc-a")?.alive === false;
+        return dead && f.workers.find((w) => w.workerId === "proc-b")?.completed === byWorker.get("proc-b") ? f : undefined;
       },
-      { what: "proc-a marked dead" },
+      { what: "proc-a marked dead, proc-b's last beat counting all it ran" },
     );
     expect(fleet.workers.find((w) => w.workerId === "proc-b")).toMatchObject({ alive: true, completed: byWorker.get("proc-b") });
 

@@ -42,12 +42,50 @@ export const DEFAULTS = {
   maxJsonDepth: 128,
 } as const;
 
+/** How many finished tasks of a kind a queue keeps, and for how long. */
+export interface KeepRule {
+  /**
+   * The latest this many are kept (with their event streams); older ones are deleted as new ones
+   * end, a few per settle. 0: no limit by count, only by age.
+   */
+  count: number;
+  /** Each is deleted this long after it ended. */
+  ageMs: number;
+}
+
 /** How long Flotilla keeps what it writes. A waiting task is kept until it runs; everything else expires or is trimmed. */
 export interface RetentionOptions {
-  /** Task records expire this long after they end. @default 86_400_000 (24 h) */
+  /**
+   * Task records expire this long after they end: the age of `keepCompleted` unless that sets its
+   * own. @default 86_400_000 (24 h)
+   */
   recordTtlMs?: number;
-  /** A task's event stream expires this long after its last event. @default 3_600_000 (1 h) */
+  /**
+   * Tasks that ended COMPLETED or CANCELLED: at most `count` kept per queue (0: no limit), each for
+   * `ageMs`. @default { count: 0, ageMs: recordTtlMs }
+   */
+  keepCompleted?: Partial<KeepRule>;
+  /**
+   * Tasks that ended FAILED (dead-lettered ones too): kept longer by default, to look into.
+   * @default { count: 0, ageMs: 604_800_000 (7 days) }
+   */
+  keepFailed?: Partial<KeepRule>;
+  /**
+   * A finished task's event stream expires this long after the task ends (its record may stay
+   * longer: `recordTtlMs`). @default 3_600_000 (1 h)
+   */
   eventTtlMs?: number;
+  /**
+   * While the task runs, its event stream expires this long after its last event: a run silent for
+   * longer (a long tool call) would lose its replay. @default 86_400_000 (24 h)
+   */
+  runningEventTtlMs?: number;
+  /**
+   * `"keep"`: a finished task's events stay replayable for `eventTtlMs`. `"until-end"`: its event
+   * stream is deleted the moment it ends (its record, status events and result stay), for fleets that
+   * never replay a finished task's tokens. @default "keep"
+   */
+  events?: "keep" | "until-end";
   /** A task's event stream keeps about this many of its latest events (trimmed in whole published batches). @default 10_000 */
   eventMaxLen?: number;
   /** Each queue's task index keeps at most about this many ids (oldest trimmed first). @default 1_000_000 */
@@ -56,21 +94,38 @@ export interface RetentionOptions {
   deadLetterMaxLen?: number;
 }
 
-export type Retention = Required<RetentionOptions>;
+export type Retention = Required<Omit<RetentionOptions, "keepCompleted" | "keepFailed">> & { keepCompleted: KeepRule; keepFailed: KeepRule };
 
 export const DEFAULT_RETENTION: Retention = {
   recordTtlMs: 86_400_000,
+  keepCompleted: { count: 0, ageMs: 86_400_000 },
+  keepFailed: { count: 0, ageMs: 604_800_000 },
   eventTtlMs: 3_600_000,
+  runningEventTtlMs: 86_400_000,
+  events: "keep",
   eventMaxLen: 10_000,
   indexMaxSize: 1_000_000,
   deadLetterMaxLen: 100_000,
 };
 
-/** The one function that applies the retention defaults. */
-export function resolveRetention(options: RetentionOptions | undefined): Retention {
-  const out = { ...DEFAULT_RETENTION };
+/**
+ * The one function that applies the retention defaults. `base`: what unset options fall back to (a
+ * worker's retention, for one queue's own). `recordTtlMs` sets the age of `keepCompleted` unless that
+ * sets its own.
+ */
+export function resolveRetention(options: RetentionOptions | undefined, base: Retention = DEFAULT_RETENTION): Retention {
+  const out: Retention = { ...base };
   for (const [k, v] of Object.entries(options ?? {})) {
-    if (v !== undefined) out[k as keyof Retention] = v;
+    if (v !== undefined && k !== "keepCompleted" && k !== "keepFailed") (out as Record<string, unknown>)[k] = v;
   }
+  out.keepCompleted = {
+    ...base.keepCompleted,
+    ...(options?.recordTtlMs !== undefined && { ageMs: options.recordTtlMs }),
+    ...definedOf(options?.keepCompleted),
+  };
+  out.keepFailed = { ...base.keepFailed, ...definedOf(options?.keepFailed) };
   return out;
 }
+
+const definedOf = (rule: Partial<KeepRule> | undefined): Partial<KeepRule> =>
+  Object.fromEntries(Object.entries(rule ?? {}).filter(([, v]) => v !== undefined)) as Partial<KeepRule>;

@@ -2,7 +2,7 @@
 // built-ins, so Temporal workflow code may import it. Connections, the Lua script runner and the
 // subscriber hub are in "@flotilla/core/redis".
 export { type ExponentialBackoff, exponentialDelay } from "./backoff.ts";
-export { DEFAULT_RETENTION, DEFAULTS, type Retention, type RetentionOptions, resolveRetention } from "./defaults.ts";
+export { DEFAULT_RETENTION, DEFAULTS, type KeepRule, type Retention, type RetentionOptions, resolveRetention } from "./defaults.ts";
 export {
   ConnectionError,
   CorruptRecordError,

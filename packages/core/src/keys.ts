@@ -61,6 +61,12 @@ export interface Keys {
   delayed(queue: string, priority?: Priority): string;
   /** Sorted set: the queue's task names by creation time, for listing. */
   taskIndex(queue: string): string;
+  /**
+   * Sorted set: names of a queue's finished tasks of one kind (`completed`: COMPLETED or CANCELLED;
+   * `failed`), scored by when they ended; only with a count in `keepCompleted` / `keepFailed`, whose
+   * oldest beyond the count are deleted.
+   */
+  kept(queue: string, kind: "completed" | "failed"): string;
   /** String: what one submit batch created, so a resend after a lost reply does not create it twice (store). */
   submitMarker(queue: string, batchId: string): string;
   /** String: which entries one claim call took, so a resend after a lost reply starts those again (broker). */
@@ -111,6 +117,7 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
     lane: (q, p) => (p === "normal" ? tagged("queue", q) : `${tagged("queue", q)}:${p}`),
     delayed: (q, p = "normal") => `${tagged("queue", q)}:delayed${p === "normal" ? "" : `:${p}`}`,
     taskIndex: (q) => `${tagged("queue", q)}:tasks`,
+    kept: (q, kind) => `${tagged("queue", q)}:kept:${kind}`,
     submitMarker: (q, id) => `${tagged("queue", q)}:batch:${id}`,
     claimMarker: (q, id) => `${tagged("queue", q)}:claim:${id}`,
     leases: (q) => `${tagged("queue", q)}:leases`,

@@ -10,7 +10,7 @@
     KEYS[3] task events channel (Pub/Sub; passed as a key so the call names the task's slot)
     ARGV[1] attempt ('*': whichever attempt is running)
     ARGV[2] eventMaxLen
-    ARGV[3] eventTtlMs
+    ARGV[3] the stream's time to live after this event while the task runs (runningEventTtlMs; settle sets eventTtlMs at the end)
     ARGV[4] batch id ('<attempt>:<n>' or 'scope=<name>:<first index>')
     ARGV[5..] event bodies (JSON objects without seq)
 

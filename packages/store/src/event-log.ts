@@ -35,7 +35,7 @@ export class TaskEventLog {
    */
   async append(attempt: number | "*", batchId: string, bodies: readonly string[]): Promise<number> {
     const r = this.retention;
-    return (await scripts.publish.run(this.redis, this.keys, [attempt, r.eventMaxLen, r.eventTtlMs, batchId, ...bodies])) as number;
+    return (await scripts.publish.run(this.redis, this.keys, [attempt, r.eventMaxLen, r.runningEventTtlMs, batchId, ...bodies])) as number;
   }
 }
 

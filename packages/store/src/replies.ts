@@ -140,7 +140,7 @@ export function parseStartReplies(queue: string, reply: unknown): StartReply[] {
   });
 }
 
-/** Reads one outcome of settle-9.lua. */
+/** Reads one outcome of settle-12.lua. */
 export function parseFinish(reply: unknown): FinishOutcome {
   const r = reply as unknown[];
   if (r[0] === "ok") return { ok: true, status: optStatus(r[1])!, deadLettered: Number(r[2]) === 1 };

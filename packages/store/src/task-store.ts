@@ -65,13 +65,21 @@ export class TaskStore {
   protected readonly redis: Redis;
   protected readonly keys: Keys;
   private readonly retention: Retention;
+  private readonly byQueue: Readonly<Record<string, Retention>>;
   private createsSinceTrim = 0;
 
-  constructor(redis: Redis, keys: Keys, retention: Retention) {
+  /** `byQueue`: queues whose retention differs from `retention` (a worker's `queueRetention`). */
+  constructor(redis: Redis, keys: Keys, retention: Retention, byQueue: Readonly<Record<string, Retention>> = {}) {
     this.redis = redis;
     this.keys = keys;
     this.retention = retention;
+    this.byQueue = byQueue;
     for (const s of Object.values(scripts)) s.install(redis);
+  }
+
+  /** The retention of one queue's tasks. */
+  retentionOf(queue: string): Retention {
+    return this.byQueue[queue] ?? this.retention;
   }
 
   /**
@@ -157,7 +165,7 @@ export class TaskStore {
 
   /** `now` fixed by a test, else '' (the scripts read Redis's clock). */
   private startArgs(queue: string, consumer: string, now: number | undefined): Array<string | number> {
-    return [CONSUMER_GROUP, consumer, now ?? "", this.keys.taskBase(queue), this.retention.recordTtlMs, this.keys.statusChannel(queue)];
+    return [CONSUMER_GROUP, consumer, now ?? "", this.keys.taskBase(queue), this.retentionOf(queue).keepCompleted.ageMs, this.keys.statusChannel(queue)];
   }
 
   /**
@@ -203,12 +211,20 @@ export class TaskStore {
     options: { claim?: number; order?: readonly Priority[]; now?: number; batchId?: string } = {},
   ): Promise<{ outcomes: FinishOutcome[]; started: StartReply[] }> {
     const k = this.keys;
+    const r = this.retentionOf(queue);
     const { now } = options;
     const args: Array<string | number> = [
       ...this.startArgs(queue, consumer, now),
       this.retention.deadLetterMaxLen,
       options.claim ?? 0,
       laneOrderArg(options.order ?? LANE_ORDER),
+      k.eventsBase(queue),
+      r.eventTtlMs,
+      r.events === "until-end" ? 1 : 0,
+      r.keepCompleted.count,
+      r.keepCompleted.ageMs,
+      r.keepFailed.count,
+      r.keepFailed.ageMs,
     ];
     for (const o of outcomes) {
       encodeRow(
@@ -238,6 +254,9 @@ export class TaskStore {
         k.deadLetters(queue),
         k.claimMarker(queue, options.batchId ?? randomUUID()),
         k.stats(queue, now ?? Date.now()),
+        k.kept(queue, "completed"),
+        k.kept(queue, "failed"),
+        k.taskIndex(queue),
       ],
       args,
     )) as [unknown[], unknown];
@@ -272,7 +291,7 @@ export class TaskStore {
         now ?? "",
         taskId,
         this.retention.deadLetterMaxLen,
-        this.retention.recordTtlMs,
+        this.retentionOf(lane.queue).keepFailed.ageMs,
         k.statusChannel(lane.queue),
         lane.priority,
       ],

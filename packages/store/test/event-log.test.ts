@@ -45,9 +45,10 @@ describe("TaskEventLog", () => {
     await vi.waitFor(() => expect(live.map((m) => JSON.parse(m))).toEqual([stored]));
     await unsubscribe();
     // The stream expires after the retention's event TTL.
+    // While the task runs, the stream lives runningEventTtlMs after its last event.
     const ttl = await redis.pttl(keys.events("el/a"));
-    expect(ttl).toBeGreaterThan(DEFAULT_RETENTION.eventTtlMs - 60_000);
-    expect(ttl).toBeLessThanOrEqual(DEFAULT_RETENTION.eventTtlMs);
+    expect(ttl).toBeGreaterThan(DEFAULT_RETENTION.runningEventTtlMs - 60_000);
+    expect(ttl).toBeLessThanOrEqual(DEFAULT_RETENTION.runningEventTtlMs);
     await own.quit();
   });
 
@@ -115,5 +116,51 @@ describe("subscriptions", () => {
     await redis.publish(keys.statusChannel("el-other"), "[2]"); // another queue
     await vi.waitFor(() => expect(heard).toEqual(["[1]"]));
     await unsubscribe();
+  });
+});
+
+describe("a task's event stream when the task ends", () => {
+  const HOUR = 3_600_000;
+  const ended = async (taskId: string, batches: number, retention = DEFAULT_RETENTION) => {
+    const own = new TestTaskStore(redis, keys, retention);
+    await own.create(newTask(taskId, { detailed: true, maxRetries: 1 }));
+    await own.start(taskId, "w");
+    const log = new TaskEventLog(redis, keys, retention, taskId);
+    for (let i = 0; i < batches; i++) await log.append(1, `1:${i}`, [`{"type":"text","delta":"token ${i}"}`]);
+    const before = await redis.xrange(keys.events(taskId), "-", "+");
+    return { own, before };
+  };
+
+  it("is kept eventTtlMs from the end, and a small one is rewritten at its real size, its events unchanged", async () => {
+    const { own, before } = await ended("el/end-small", 3, { ...DEFAULT_RETENTION, eventTtlMs: HOUR });
+    // Redis gives a new stream node 4 KB up front.
+    expect(await redis.memory("USAGE", keys.events("el/end-small"))).toBeGreaterThan(4096);
+    await own.finish("el/end-small", { attempt: 1, status: "COMPLETED", agent: "a" });
+    expect(await redis.xrange(keys.events("el/end-small"), "-", "+")).toEqual(before);
+    expect(await redis.memory("USAGE", keys.events("el/end-small"))).toBeLessThan(1500);
+    const ttl = await redis.pttl(keys.events("el/end-small"));
+    expect(ttl).toBeGreaterThan(HOUR - 60_000);
+    expect(ttl).toBeLessThanOrEqual(HOUR);
+  });
+
+  it("a larger one (more than 8 entries) keeps its entries as they are and gets eventTtlMs", async () => {
+    const { own, before } = await ended("el/end-large", 9, { ...DEFAULT_RETENTION, eventTtlMs: HOUR });
+    await own.finish("el/end-large", { attempt: 1, status: "FAILED", agent: "a", error: { code: "X", message: "x" } });
+    expect(await redis.xrange(keys.events("el/end-large"), "-", "+")).toEqual(before);
+    expect(await redis.memory("USAGE", keys.events("el/end-large"))).toBeGreaterThan(4096);
+    const ttl = await redis.pttl(keys.events("el/end-large"));
+    expect(ttl).toBeGreaterThan(HOUR - 60_000);
+    expect(ttl).toBeLessThanOrEqual(HOUR);
+  });
+
+  it('events: "until-end" deletes the stream when the task ends, not when an attempt ends in a retry', async () => {
+    const retention = { ...DEFAULT_RETENTION, events: "until-end" as const };
+    const { own } = await ended("el/until-end", 2, retention);
+    await own.finish("el/until-end", { attempt: 1, status: "RETRYING", agent: "a", retryAt: Date.now() + HOUR });
+    expect(await redis.exists(keys.events("el/until-end"))).toBe(1);
+    await own.start("el/until-end", "w");
+    await own.finish("el/until-end", { attempt: 2, status: "COMPLETED", agent: "a", result: "ok" });
+    expect(await redis.exists(keys.events("el/until-end"))).toBe(0);
+    expect(await own.get("el/until-end")).toMatchObject({ status: "COMPLETED", result: "ok" });
   });
 });

@@ -1,7 +1,8 @@
 // One owner per Redis key and per hash field (a store test: the store owns the record), checked
 // over the source. The owners: broker — lanes, delayed sets, dead letters, claim markers; store —
 // task records (every field in RECORD_FIELDS), event streams, the task index, statistics buckets,
-// submit markers; cancel — the cancel channel. (packages/core/README.md lists every key.)
+// submit markers, the kept sets; cancel — the cancel channel; health — the heartbeat records and
+// registry. (packages/core/README.md lists every key.)
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -60,7 +61,7 @@ const luaCalls: Call[] = packagesWith("lua").flatMap((pkg) =>
 
 describe("ownership of keys and fields", () => {
   it("finds the scripts it checks", () => {
-    expect(new Set(luaCalls.map((c) => c.pkg))).toEqual(new Set(["broker", "cancel", "store"]));
+    expect(new Set(luaCalls.map((c) => c.pkg))).toEqual(new Set(["broker", "cancel", "health", "store"]));
   });
 
   it("only the store's Lua touches hashes (task records, statistics buckets), but for the broker's own leases hash", () => {
@@ -74,9 +75,13 @@ describe("ownership of keys and fields", () => {
     expect(luaCalls.filter((c) => groupCommands.includes(c.cmd) && c.pkg !== "broker")).toEqual([]);
   });
 
-  it("the store adds to streams and sorted sets only its own: the event stream and the task index", () => {
+  it("the store adds to streams and sorted sets only its own: the event stream, the task index and the kept sets", () => {
     const adds = luaCalls.filter((c) => c.pkg === "store" && ["XADD", "ZADD", "ZRANGE", "ZREM"].includes(c.cmd));
-    expect(adds.map((c) => `${c.cmd} ${c.key}`).sort()).toEqual(["XADD stream", "ZADD index"]);
+    expect(adds.map((c) => `${c.cmd} ${c.key}`).sort()).toEqual(["XADD stream", "ZADD index", "ZADD keep.set", "ZREM batch.keep.index"]);
+  });
+
+  it("the health package's Lua writes only the heartbeat: the worker's record and the registry", () => {
+    expect(luaCalls.filter((c) => c.pkg === "health").map((c) => `${c.cmd} ${c.key}`)).toEqual(["SET KEYS[1]", "ZADD KEYS[2]", "ZREMRANGEBYSCORE KEYS[2]"]);
   });
 
   it("the cancel package's Lua only announces, on the cancel channel", () => {
@@ -85,7 +90,7 @@ describe("ownership of keys and fields", () => {
 
   it("the store's Lua names no record field that RECORD_FIELDS does not list", () => {
     // Quoted words in the store's Lua that are not fields: reply kinds and reasons, outcomes and
-    // statistics names, lane names, a Lua type name, and the event stream entry's field.
+    // statistics names, lane names, Lua type names, and the event stream entry's field.
     const notFields = new Set([
       "ok",
       "rejected",
@@ -109,6 +114,8 @@ describe("ownership of keys and fields", () => {
       "normal",
       "low",
       "table",
+      "number",
+      "string",
       "null",
       "e",
       "hw:",

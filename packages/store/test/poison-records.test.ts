@@ -176,7 +176,7 @@ async function running(queue: string, count: number) {
 }
 
 describe("a record that went bad while its task ran", () => {
-  it("settle-9: the corrupt one is refused with a reason and nothing written; the others of the batch settle; then it is taken out", async () => {
+  it("settle-12: the corrupt one is refused with a reason and nothing written; the others of the batch settle; then it is taken out", async () => {
     const queue = "pr-settle";
     const runs = await running(queue, 4);
     const badKey = keys.task(runs[1]!.taskId);

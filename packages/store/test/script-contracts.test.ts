@@ -32,7 +32,7 @@ describe("script contracts", () => {
   const cases: Array<[file: string, item: string, fields: readonly string[]]> = [
     ["create-8.lua", "task", CREATE_TASK_FIELDS],
     ["start-4.lua", "entry", START_ENTRY_FIELDS],
-    ["settle-9.lua", "outcome", SETTLE_OUTCOME_FIELDS],
+    ["settle-12.lua", "outcome", SETTLE_OUTCOME_FIELDS],
   ];
   for (const [file, item, fields] of cases) {
     it(`${file}: the header, the Lua and the TS agree on the ${fields.length} fields of each ${item}`, () => {

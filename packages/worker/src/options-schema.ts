@@ -76,6 +76,27 @@ const RedisSchema = byKind<RedisConnection>((v) =>
 const MIN_LEASE_MS = 300;
 const positive = () => z.number().int("must be a positive integer").min(1, "must be a positive integer");
 
+/** A keep rule: how many finished tasks of a kind a queue keeps (0: no limit), and for how long. */
+const KeepRuleSchema = z
+  .object({ count: z.number().int("must be an integer").min(0, "must be 0 (no limit) or more"), ageMs: positive() })
+  .partial()
+  .strict();
+
+const RetentionSchema = z
+  .object({
+    recordTtlMs: positive(),
+    keepCompleted: KeepRuleSchema,
+    keepFailed: KeepRuleSchema,
+    eventTtlMs: positive(),
+    runningEventTtlMs: positive(),
+    events: z.enum(["keep", "until-end"]),
+    eventMaxLen: positive(),
+    indexMaxSize: positive(),
+    deadLetterMaxLen: positive(),
+  })
+  .partial()
+  .strict();
+
 /** What `new Worker(options)` accepts; unknown fields are refused (a misspelt option would be ignored silently). */
 export const WorkerOptionsSchema = z
   .object({
@@ -98,10 +119,8 @@ export const WorkerOptionsSchema = z
     fairnessEvery: z.number().int("must be an integer").min(0, "must be 0 (strict priority) or an integer of at least 2"),
     workerId: z.string().min(1),
     connectTimeoutMs: positive(),
-    retention: z
-      .object({ recordTtlMs: positive(), eventTtlMs: positive(), eventMaxLen: positive(), indexMaxSize: positive(), deadLetterMaxLen: positive() })
-      .partial()
-      .strict(),
+    retention: RetentionSchema,
+    queueRetention: z.record(z.string().min(1), RetentionSchema),
     logger: shaped<Logger>(functions("debug", "info", "warn", "error")),
     metrics: shaped<FlotillaMetrics>(functions("add", "record")),
     gaugeIntervalMs: positive(),

@@ -98,6 +98,11 @@ export interface WorkerOptions {
   connectTimeoutMs?: number;
   /** How long what the worker writes is kept (records, events, dead letters). @default DEFAULT_RETENTION */
   retention?: RetentionOptions;
+  /**
+   * Retention of some queues' tasks, over `retention` (e.g. `{ reports: { keepCompleted: { count: 1000 } } }`).
+   * @default {} (every queue as `retention`)
+   */
+  queueRetention?: Record<string, RetentionOptions>;
   /** @default silentLogger */
   logger?: Logger;
   /** Where task counts, durations, queue gauges and event figures go. @default defaultMetrics() */
@@ -147,6 +152,7 @@ export interface ResolvedWorkerOptions {
   workerId: string;
   connectTimeoutMs: number;
   retention: Retention;
+  queueRetention: Record<string, Retention>;
   logger: Logger;
   metrics: FlotillaMetrics;
   gaugeIntervalMs: number;
@@ -158,6 +164,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
   const o = parseInput(WorkerOptionsSchema, options, "worker options");
   const fairnessEvery = o.fairnessEvery ?? DEFAULTS.fairnessEvery;
   const leaseMs = o.leaseMs ?? DEFAULTS.leaseMs;
+  const retention = resolveRetention(o.retention);
   const agents = o.agents?.map((a) => parseInput(RunnableSpecSchema, "toJSON" in a ? a.toJSON() : a, "agent"));
   return {
     redis: o.redis,
@@ -181,7 +188,8 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     fairnessEvery: fairnessEvery === 1 ? 2 : fairnessEvery,
     workerId: o.workerId ?? defaultWorkerId(),
     connectTimeoutMs: o.connectTimeoutMs ?? DEFAULTS.workerConnectTimeoutMs,
-    retention: resolveRetention(o.retention),
+    retention,
+    queueRetention: Object.fromEntries(Object.entries(o.queueRetention ?? {}).map(([queue, r]) => [queue, resolveRetention(r, retention)])),
     logger: o.logger ?? silentLogger,
     metrics: o.metrics ?? defaultMetrics(),
     gaugeIntervalMs: o.gaugeIntervalMs ?? DEFAULTS.gaugeIntervalMs,

@@ -63,7 +63,7 @@ export class WorkerSession {
     const redis = conn.redis;
     const keys = createKeys(options.prefix);
     this.readiness = new Readiness(log, (state) => listener.readiness(state));
-    const store = new TaskStore(redis, keys, options.retention);
+    const store = new TaskStore(redis, keys, options.retention, options.queueRetention);
     const broker = new Broker(redis, keys, { deadLetterMaxLen: options.retention.deadLetterMaxLen });
     this.broker = broker;
     this.cancels = new CancelListener(redis, hub, keys, { logger: log });

@@ -21,7 +21,7 @@ type ScriptQueuer = Record<string, (...args: Array<string | number | Buffer>) =>
 
 /**
  * A script as the Lua build (tooling/lua) emits it into a package's `src/generated/lua.ts`: its
- * includes expanded, its key count taken from its file name (`settle-9.lua`).
+ * includes expanded, its key count taken from its file name (`settle-12.lua`).
  */
 export interface ScriptSource {
   readonly name: string;

@@ -7,6 +7,8 @@
 --- @include "countStat"
 --- @include "settleEntry"
 --- @include "recordFault"
+--- @include "endStream"
+--- @include "keepLatest"
 -- Records one attempt's outcome (COMPLETED, FAILED, CANCELLED or RETRYING) on its task record and
 -- settles its entry. Fenced: only the holder of the current attempt of a RUNNING task may write,
 -- so a late or stale writer can never overwrite a terminal status nor resurrect a finished task.
@@ -99,7 +101,14 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
   end
   hsetAll(key, fields, statusEvent(batch, target, taskId, attempt, agent, seq, log, extra, result))
   if isTerminal(target) then
-    redis.call('PEXPIRE', key, batch.recordTtlMs)
+    local keep = batch.keep and (target == 'FAILED' and batch.keep.failed or batch.keep.completed)
+    redis.call('PEXPIRE', key, keep and keep.ageMs or batch.recordTtlMs)
+    if batch.streams then
+      endStream(batch.streams, name)
+    end
+    if keep then
+      keepLatest(batch, keep, name)
+    end
   end
   local dead = settleEntry(batch, lane, entryId, name, taskId, target, attempt, errText, retryAt, reason)
   countStat(batch, string.lower(target))

@@ -1,0 +1,47 @@
+// Retention by count through a real worker: a queue that keeps its latest 1,000 completed tasks
+// holds about that many records however many ran; its failed tasks follow their own rule.
+import { UnrecoverableError } from "@flotilla/core";
+import { echo, waitFor } from "@flotilla/testing";
+import { useFlotilla } from "@flotilla/testing/vitest";
+import { describe, expect, it } from "vitest";
+
+describe("retention by count (queueRetention)", () => {
+  const env = useFlotilla("retention-count");
+
+  it("10,000 tasks with keepCompleted { count: 1000 } leave 1,000 completed records, and every failed one", async () => {
+    const worker = await env.worker({
+      queues: ["kept"],
+      concurrency: 50,
+      queueRetention: { kept: { keepCompleted: { count: 1000 } } },
+      executor: {
+        execute: async (ctx) => {
+          if ((ctx.input as number) % 100 === 0) throw new UnrecoverableError("fails on purpose");
+          return "ok";
+        },
+      },
+    });
+    let ended = 0;
+    worker.on("task:ended", () => void ended++);
+    const client = env.client();
+    for (let from = 0; from < 10_000; from += 500) {
+      await client.submitMany(Array.from({ length: 500 }, (_, i) => ({ agent: echo(), input: from + i + 1, options: { queue: "kept" } })));
+    }
+    await waitFor(() => ended >= 10_000, { timeoutMs: 100_000, what: "every task to end" });
+    const records = await countKeys(`${env.keys.taskBase("kept")}*`);
+    expect(await env.redis.zcard(env.keys.kept("kept", "completed"))).toBe(1000);
+    // 1,000 completed and the 100 failed ones (no count for them): exactly, once the last settle trimmed.
+    expect(records).toBe(1100);
+    expect(await env.redis.zcard(env.keys.taskIndex("kept"))).toBe(1100);
+  }, 120_000);
+
+  async function countKeys(pattern: string): Promise<number> {
+    let cursor = "0";
+    let n = 0;
+    do {
+      const [next, found] = await env.redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+      cursor = next;
+      n += found.length;
+    } while (cursor !== "0");
+    return n;
+  }
+});
