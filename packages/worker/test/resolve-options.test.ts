@@ -60,7 +60,22 @@ describe("resolveWorkerOptions", () => {
       maxJsonDepth: 16,
     };
     const o = resolveWorkerOptions({ ...given, retention: { recordTtlMs: 1234 } });
-    expect(o).toMatchObject({ ...given, retention: { ...DEFAULT_RETENTION, recordTtlMs: 1234 } });
+    // recordTtlMs is the age of finished (completed) records unless keepCompleted says otherwise.
+    expect(o).toMatchObject({
+      ...given,
+      retention: { ...DEFAULT_RETENTION, recordTtlMs: 1234, keepCompleted: { count: 0, ageMs: 1234 } },
+      queueRetention: {},
+    });
+  });
+
+  it("resolves each queue's retention over the worker's", () => {
+    const o = resolveWorkerOptions({
+      retention: { eventTtlMs: 5000, keepFailed: { count: 7 } },
+      queueRetention: { reports: { keepCompleted: { count: 1000 } }, logs: { events: "until-end", keepFailed: { ageMs: 60_000 } } },
+    });
+    expect(o.queueRetention.reports).toMatchObject({ eventTtlMs: 5000, keepCompleted: { count: 1000, ageMs: 86_400_000 }, keepFailed: { count: 7 } });
+    expect(o.queueRetention.logs).toMatchObject({ events: "until-end", keepFailed: { count: 7, ageMs: 60_000 } });
+    expect(() => resolveWorkerOptions({ queueRetention: { q: { keepCompleted: { count: -1 } } } })).toThrow(/count/);
   });
 
   it("takes fairness 0 as strict priority and 1 as 2", () => {
