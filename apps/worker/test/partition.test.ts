@@ -13,7 +13,7 @@ import { FlotillaClient, type FlotillaEvent } from "@flotilla/client";
 import { createKeys } from "@flotilla/core";
 import { startRedisServer, type TestRedisServer, waitFor } from "@flotilla/testing";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const module = fileURLToPath(new URL("./fixtures/partition-module.ts", import.meta.url));
@@ -156,6 +156,19 @@ describe.skipIf(refused !== undefined)("a worker cut off from Redis by a real ne
     server = await startRedisServer({ aof: false, args: ["--bind", "127.0.0.1", hostIp, "--protected-mode", "no"] });
     admin = new Redis(server.url);
     client = new FlotillaClient({ redis: server.url, prefix: PREFIX });
+  });
+
+  // A test that failed half-way leaves its workers running: the namespaced one would still hold the
+  // namespace's /readyz port, and the next test's worker could not start.
+  afterEach(async () => {
+    await Promise.all(
+      children.splice(0).map(async (c) => {
+        if (c.exitCode !== null || c.signalCode !== null) return;
+        const exited = new Promise((r) => c.once("exit", r));
+        c.kill("SIGKILL");
+        await exited;
+      }),
+    );
   });
 
   afterAll(async () => {
