@@ -1,7 +1,7 @@
 // Retention by count through a real worker: a queue that keeps its latest 1,000 completed tasks
 // holds about that many records however many ran; its failed tasks follow their own rule.
 import { UnrecoverableError } from "@flotilla/core";
-import { echo, waitFor } from "@flotilla/testing";
+import { echo, scripted, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
 
@@ -33,6 +33,18 @@ describe("retention by count (queueRetention)", () => {
     expect(records).toBe(1100);
     expect(await env.redis.zcard(env.keys.taskIndex("kept"))).toBe(1100);
   }, 120_000);
+
+  it('events: "until-end": a finished task replays its status events and result, its tokens are gone with its stream', async () => {
+    await env.worker({ queues: ["brief"], retention: { events: "until-end" } });
+    const client = env.client();
+    const handle = await client.submit(scripted("talker", { reply: "one two three" }), "go", { queue: "brief", detailed: true });
+    expect(await handle.result()).toMatchObject({ text: "one two three" });
+    expect(await env.redis.exists(env.keys.events(handle.taskId))).toBe(0);
+    const replayed = [];
+    for await (const e of handle.stream()) replayed.push(e.type === "status" ? `status:${e.status}` : e.type);
+    expect(replayed).toEqual(["status:running", "status:completed"]);
+    expect(await handle.status()).toMatchObject({ status: "COMPLETED", result: { text: "one two three" } });
+  });
 
   async function countKeys(pattern: string): Promise<number> {
     let cursor = "0";
