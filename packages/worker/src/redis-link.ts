@@ -23,7 +23,7 @@ export function classifyRedisError(err: unknown): RedisTrouble {
 const REASON: Record<LinkDownCause, NotReadyReason> = { closed: "redis", unresponsive: "redis", full: "redis-full" };
 
 export interface RedisLinkOptions {
-  /** How often Redis is asked (PING) whether it answers. */
+  /** How often Redis is asked (`INFO memory`, answered as a PING is) whether it answers, and how full it is. */
   probeIntervalMs: number;
   /** A probe unanswered this long means Redis is out of reach. */
   probeTimeoutMs: number;
