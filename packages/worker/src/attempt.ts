@@ -39,7 +39,8 @@ export type AttemptResult = { outcome: FinishInput; traceId: string | undefined 
 export interface AttemptDeps {
   redis: Redis;
   keys: Keys;
-  retention: Retention;
+  /** The retention of a queue's tasks (the worker's, or the queue's own in `queueRetention`): how long their events live, how many are kept. */
+  retentionOf: (queue: string) => Retention;
   executor: Executor;
   /** When set, the only agents this worker runs, by name. */
   agents: ReadonlyMap<string, RunnableSpec> | undefined;
@@ -118,7 +119,7 @@ export class AttemptRunner {
     const { taskId, attempt } = start;
     const { metrics } = this.deps;
     const agentName = task.agent.name;
-    const publisher = new EventPublisher(this.deps.redis, this.deps.keys, this.deps.retention, {
+    const publisher = new EventPublisher(this.deps.redis, this.deps.keys, this.deps.retentionOf(lane.queue), {
       taskId,
       attempt,
       agent: agentName,

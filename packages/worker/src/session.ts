@@ -111,7 +111,7 @@ export class WorkerSession {
     const attempts = new AttemptRunner({
       redis,
       keys,
-      retention: options.retention,
+      retentionOf: (queue) => store.retentionOf(queue),
       executor: options.executor ?? this.defaultExecutor(redis, keys.prefix),
       agents: options.agents,
       cancels: this.cancels,

@@ -39,7 +39,7 @@ function runner(executor: Executor, cancelledBeforeStart?: string, maxJsonDepth?
   const attempts = new AttemptRunner({
     redis,
     keys,
-    retention: DEFAULT_RETENTION,
+    retentionOf: () => DEFAULT_RETENTION,
     executor,
     agents: undefined,
     cancels,

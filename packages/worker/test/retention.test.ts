@@ -46,6 +46,33 @@ describe("retention by count (queueRetention)", () => {
     expect(await handle.status()).toMatchObject({ status: "COMPLETED", result: { text: "one two three" } });
   });
 
+  it("a queue's own retention reaches its running tasks' events too (runningEventTtlMs)", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await env.worker({
+      queues: ["short-lived", "long-lived"],
+      queueRetention: { "short-lived": { runningEventTtlMs: 60_000 } },
+      executor: {
+        execute: async (ctx) => {
+          ctx.emit({ type: "text", delta: "working" });
+          await gate;
+          return "ok";
+        },
+      },
+    });
+    const short = await env.submit(echo(), 1, { queue: "short-lived" });
+    const long = await env.submit(echo(), 2, { queue: "long-lived" });
+    const ttl = (taskId: string) => env.redis.pttl(env.keys.events(taskId));
+    await waitFor(async () => (await ttl(short)) > 0 && (await ttl(long)) > 0, { what: "both tasks' first events" });
+    expect(await ttl(short)).toBeLessThanOrEqual(60_000);
+    expect(await ttl(short)).toBeGreaterThan(30_000);
+    expect(await ttl(long)).toBeGreaterThan(60_000);
+    release();
+    for (const id of [short, long]) expect((await env.until(id)).status).toBe("COMPLETED");
+  });
+
   async function countKeys(pattern: string): Promise<number> {
     let cursor = "0";
     let n = 0;
