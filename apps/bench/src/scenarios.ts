@@ -1,9 +1,8 @@
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient } from "@flotilla/client";
 import { scanPrefix } from "@flotilla/testing";
 import { Queue, QueueEvents } from "bullmq";
+import { agentTaskBytes } from "./agent-task-bytes.ts";
 import { newAdmin, percentiles, ratio, redisFigures, type System, startWorkers, waitUntil } from "./harness.ts";
 
 export interface BenchContext {
@@ -327,7 +326,7 @@ export async function footprint(ctx: BenchContext) {
   await client.close();
   await stop();
   const bytesPerTaskWithEvents = (after.memory - before.memory) / eventTasks;
-  const agentTask = await agentTaskBytes(ctx, admin, ctx.quick ? 500 : 2000);
+  const agentTask = await agentTaskBytes(ctx.url, freshPrefix("flotilla"), admin, ctx.quick ? 500 : 2000);
   admin.disconnect();
   return [
     {
@@ -348,38 +347,6 @@ export async function footprint(ctx: BenchContext) {
       ratioBytes: ratio(flotilla.bytesPerTask, bullmq.bytesPerTask),
     },
   ];
-}
-
-/**
- * Memory per finished real agent task: `tasks` no-op agent tasks (`scripted:noop`) run by the
- * flotilla-worker app, INFO used_memory before and after (records and streams kept, as by default).
- */
-async function agentTaskBytes(ctx: BenchContext, admin: ReturnType<typeof newAdmin>, tasks: number): Promise<number> {
-  const prefix = freshPrefix("flotilla");
-  const main = fileURLToPath(new URL("../../worker/src/main.ts", import.meta.url));
-  const child = spawn(process.execPath, ["--conditions=@flotilla/source", main], {
-    env: { ...process.env, REDIS_URL: ctx.url, FLOTILLA_PREFIX: prefix, FLOTILLA_QUEUES: "bench", FLOTILLA_CONCURRENCY: "50", FLOTILLA_LOG_LEVEL: "warn" },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const client = new FlotillaClient({ redis: ctx.url, prefix });
-  try {
-    // The app logs nothing below warn here: ready is when its heartbeat is in Redis.
-    await waitUntil(async () => (await client.fleet.status()).workers.length > 0, 30_000, "the worker app to join the fleet");
-    await (await client.submit(noop, "warm", { queue: "bench" })).result();
-    const before = await redisFigures(admin);
-    for (let i = 0; i < tasks; i += 500) {
-      const handles = await client.submitMany(
-        Array.from({ length: Math.min(500, tasks - i) }, (_, j) => ({ agent: noop, input: `hello ${i + j}`, options: { queue: "bench" } })),
-      );
-      await Promise.all(handles.map((h) => h.result()));
-    }
-    const after = await redisFigures(admin);
-    return Math.round((after.memory - before.memory) / tasks);
-  } finally {
-    await client.close();
-    child.kill("SIGTERM");
-    await new Promise((resolve) => child.once("exit", resolve));
-  }
 }
 
 /**
