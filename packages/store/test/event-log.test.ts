@@ -1,6 +1,7 @@
 import { createKeys, DEFAULT_RETENTION } from "@flotilla/core";
 import { openRedis, SubscriberHub } from "@flotilla/core/redis";
-import { purgePrefix, redisUrl, testPrefix, testRedis } from "@flotilla/testing";
+import { purgePrefix, redisUrl, startRedisServer, testPrefix, testRedis } from "@flotilla/testing";
+import { Redis } from "ioredis";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { readTaskLog, readTaskLogPage, subscribeStatus, subscribeTaskEvents, TaskEventLog } from "../src/event-log.ts";
 import { newTask, TestTaskStore } from "../src/testing.ts";
@@ -162,5 +163,27 @@ describe("a task's event stream when the task ends", () => {
     await own.finish("el/until-end", { attempt: 2, status: "COMPLETED", agent: "a", result: "ok" });
     expect(await redis.exists(keys.events("el/until-end"))).toBe(0);
     expect(await own.get("el/until-end")).toMatchObject({ status: "COMPLETED", result: "ok" });
+  });
+
+  it("a task that published no event asks nothing of Redis for a stream it has not got (no XLEN on the hot path)", async () => {
+    const server = await startRedisServer({ aof: false });
+    const own = new Redis(server.url);
+    try {
+      const store = new TestTaskStore(own, keys, DEFAULT_RETENTION);
+      const xlenCalls = async () => Number(/cmdstat_xlen:calls=(\d+)/.exec(await own.info("commandstats"))?.[1] ?? 0);
+      await store.create(newTask("el/quiet", { detailed: true }));
+      await store.start("el/quiet", "w");
+      await store.finish("el/quiet", { attempt: 1, status: "COMPLETED", agent: "a" });
+      expect(await xlenCalls()).toBe(0);
+      // One that did publish: its stream is looked at (and rewritten).
+      await store.create(newTask("el/spoke", { detailed: true }));
+      await store.start("el/spoke", "w");
+      await new TaskEventLog(own, keys, DEFAULT_RETENTION, "el/spoke").append(1, "1:0", ['{"type":"text","delta":"x"}']);
+      await store.finish("el/spoke", { attempt: 1, status: "COMPLETED", agent: "a" });
+      expect(await xlenCalls()).toBe(1);
+    } finally {
+      own.disconnect();
+      await server.stop();
+    }
   });
 });

@@ -4,8 +4,24 @@
 -- task's few events never fill, and DUMP + RESTORE writes it again without that room (a no-op agent's
 -- stream: 4.8 KB before, 1.1 KB after). A larger stream is left as it is: its last node's spare room is
 -- small beside it, and copying it would cost more.
+-- `seq` and `log`: the record's event counter and status log as read before this outcome. Status
+-- events live in the log and every other event in the stream, so a task whose counter holds no more
+-- events than its log has no stream: nothing is asked of Redis for it (most tasks of a plain executor).
 local COMPACT_MAX_ENTRIES = 8
-local function endStream(streams, name)
+local STATUS_MARK = '"type":"status"'
+local function endStream(streams, name, seq, log)
+  local statuses, from = 0, 1
+  while log do
+    local at = string.find(log, STATUS_MARK, from, true)
+    if not at then
+      break
+    end
+    statuses = statuses + 1
+    from = at + #STATUS_MARK
+  end
+  if tonumber(seq or '0') <= statuses then
+    return
+  end
   local stream = streams.base .. name
   if streams.untilEnd then
     redis.call('DEL', stream)

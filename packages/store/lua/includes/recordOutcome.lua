@@ -104,7 +104,7 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
     local keep = batch.keep and (target == 'FAILED' and batch.keep.failed or batch.keep.completed)
     redis.call('PEXPIRE', key, keep and keep.ageMs or batch.recordTtlMs)
     if batch.streams then
-      endStream(batch.streams, name)
+      endStream(batch.streams, name, seq, log)
     end
     if keep then
       keepLatest(batch, keep, name)
