@@ -24,7 +24,6 @@ export {
   type MetricsSnapshot,
   PUBLISH_BUCKETS,
   type QueueFigures,
-  type RedisMemoryFigures,
   SECONDS_METRICS,
 } from "./metrics.ts";
 export { extractTrace, injectTrace, SpanKind, type SpanOptions, type TraceCarrier, tracer, withSpan } from "./tracing.ts";

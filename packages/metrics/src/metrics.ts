@@ -1,3 +1,4 @@
+import type { RedisMemory } from "@flotilla/core/redis";
 import { type Attributes, type Meter, type MeterProvider, metrics } from "@opentelemetry/api";
 
 /** Every instrument Flotilla records, by name. */
@@ -90,13 +91,6 @@ class Samples {
   }
 }
 
-/** Redis's memory as INFO reports it, in bytes. */
-export interface RedisMemoryFigures {
-  usedBytes: number;
-  /** maxmemory; 0: no limit. */
-  maxBytes: number;
-}
-
 export interface FlotillaMetricsOptions {
   /** Where instruments are created. @default the global MeterProvider (`metrics.getMeterProvider()`) */
   meterProvider?: MeterProvider;
@@ -115,7 +109,7 @@ export class FlotillaMetrics {
   private readonly otelHistograms = new Map<string, ReturnType<Meter["createHistogram"]>>();
   private readonly queueSources = new Set<() => readonly QueueFigures[]>();
   private readonly workerSources = new Set<() => number | undefined>();
-  private readonly memorySources = new Set<() => RedisMemoryFigures | undefined>();
+  private readonly memorySources = new Set<() => RedisMemory | undefined>();
 
   constructor(options: FlotillaMetricsOptions = {}) {
     this.meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter("@flotilla/metrics");
@@ -192,12 +186,12 @@ export class FlotillaMetrics {
   }
 
   /** Redis's memory for its gauges (a worker's probe reads it every second); returns the function that stops observing. */
-  observeRedisMemory(source: () => RedisMemoryFigures | undefined): () => void {
+  observeRedisMemory(source: () => RedisMemory | undefined): () => void {
     this.memorySources.add(source);
     return () => this.memorySources.delete(source);
   }
 
-  private redisMemory(): RedisMemoryFigures | undefined {
+  private redisMemory(): RedisMemory | undefined {
     for (const s of this.memorySources) {
       const m = s();
       if (m) return m;

@@ -1,7 +1,8 @@
 import type { Broker } from "@flotilla/broker";
 import type { Keys, Logger } from "@flotilla/core";
+import type { RedisMemory } from "@flotilla/core/redis";
 import { countLiveWorkers, deadAfter } from "@flotilla/health";
-import type { FlotillaMetrics, QueueFigures, RedisMemoryFigures } from "@flotilla/metrics";
+import type { FlotillaMetrics, QueueFigures } from "@flotilla/metrics";
 import type { Redis } from "ioredis";
 
 /**
@@ -33,7 +34,7 @@ export class Gauges {
   }
 
   /** `memory`: Redis's memory as the worker's link last read it (every second). */
-  start(intervalMs: number, memory: () => RedisMemoryFigures | undefined = () => undefined): void {
+  start(intervalMs: number, memory: () => RedisMemory | undefined = () => undefined): void {
     this.stopObserving = [
       this.metrics.observeQueues(() => this.figures),
       this.metrics.observeWorkers(() => this.liveWorkers),

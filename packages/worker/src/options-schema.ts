@@ -120,7 +120,7 @@ export const WorkerOptionsSchema = z
     workerId: z.string().min(1),
     connectTimeoutMs: positive(),
     retention: RetentionSchema,
-    queueRetention: z.record(z.string().min(1), RetentionSchema),
+    queueRetention: z.record(QueueNameSchema, RetentionSchema),
     logger: shaped<Logger>(functions("debug", "info", "warn", "error")),
     metrics: shaped<FlotillaMetrics>(functions("add", "record")),
     gaugeIntervalMs: positive(),

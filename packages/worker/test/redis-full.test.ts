@@ -2,6 +2,7 @@
 // new work, finishes what it runs, says why it is not ready, and carries on by itself once memory
 // frees; a submit is refused whole with REDIS_FULL.
 import { ErrorCodes, isRedisFull, RedisFullError } from "@flotilla/core";
+import { readRedisMemory } from "@flotilla/core/redis";
 import { type AlertEvent, AlertManager } from "@flotilla/metrics";
 import { createTestEnv, echo, startRedisServer, type TestEnv, type TestRedisServer, waitFor } from "@flotilla/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -21,8 +22,8 @@ describe("a full Redis (maxmemory reached, noeviction)", () => {
 
   /** Sets maxmemory well under what Redis uses now: every write that grows memory is refused from here on. */
   const fill = async () => {
-    const used = Number(/^used_memory:(\d+)/m.exec(await env.redis.info("memory"))![1]);
-    await env.redis.config("SET", "maxmemory", String(Math.floor(used * 0.8)));
+    const { usedBytes } = await readRedisMemory(env.redis);
+    await env.redis.config("SET", "maxmemory", String(Math.floor(usedBytes * 0.8)));
   };
   const unfill = () => env.redis.config("SET", "maxmemory", "0");
 
