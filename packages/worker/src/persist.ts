@@ -33,11 +33,12 @@ export async function persist<T>(write: () => Promise<T>, options: PersistOption
     try {
       return await write();
     } catch (err) {
-      if (!worthResending(err) || options.giveUp?.aborted) throw err;
+      if (!worthResending(err)) throw err;
       options.observe?.(err);
       if (attempt === 0)
         options.log.warn(`${options.what} not written (Redis full or out of reach): sending it again until it lands`, { ...options.fields, err });
       try {
+        // Rejects at once when the worker has given up already: the refusal is what the caller hears.
         await sleep(exponentialDelay(PERSIST_BACKOFF, attempt), options.giveUp);
       } catch {
         throw err;

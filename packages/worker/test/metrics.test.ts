@@ -95,11 +95,17 @@ describe("a worker's metrics", () => {
     expect(gauges()[METRICS.queuePending]).toEqual({ "queue=gq": 1, "queue=gr": 0 });
     expect(gauges()[METRICS.queueDepth]).toEqual({ "queue=gq": 2, "queue=gr": 0 });
     expect(gauges()[METRICS.workersLive]?.[""]).toBe(1);
+    // Redis's memory, as the worker's link last read it (INFO memory): the shared Redis sets no limit.
+    const maxmemory = Number((await h.redis.config("GET", "maxmemory"))[1]);
+    await waitFor(async () => gauges()[METRICS.redisMemoryUsed] !== undefined, { what: "the memory gauges" });
+    expect(gauges()[METRICS.redisMemoryUsed]?.[""]).toBeGreaterThan(0);
+    expect(gauges()[METRICS.redisMemoryMax]).toEqual({ "": maxmemory });
     release!();
     await h.until(running);
     // A stopped worker reports no figures any more (the second task, never released, is handed back).
     await w.stop({ drainTimeoutMs: 0 });
     expect(gauges()[METRICS.queueDepth]).toEqual({});
     expect(gauges()[METRICS.workersLive]).toBeUndefined();
+    expect(gauges()[METRICS.redisMemoryUsed]).toBeUndefined();
   });
 });
