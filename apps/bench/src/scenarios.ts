@@ -336,7 +336,8 @@ export async function footprint(ctx: BenchContext) {
         commandsPerTask: flotilla.commandsPerTask,
         bytesPerTask: flotilla.bytesPerTask,
         perTaskKeysWithoutTtl: perTaskNoTtl,
-        longLivedKeys: [...new Set(noTtl.map((k) => k.replace(/\{[^}]*\}/, "{queue}")))].sort(),
+        // The queue's own tag becomes {queue}; the fleet-wide tags ({fleet}, {health}) stay as they are.
+        longLivedKeys: [...new Set(noTtl.map((k) => k.replace(/\{(?!fleet\}|health\})[^}]*\}/, "{queue}")))].sort(),
         bytesPerStoredEvent: Math.round((bytesPerTaskWithEvents - flotilla.bytesPerTask) / 200),
         // What users pay: a real agent task (scripted:noop) through the flotilla-worker app, record
         // and event stream kept as by default.

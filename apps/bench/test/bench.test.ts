@@ -54,7 +54,7 @@ describe("pnpm bench", () => {
       "queue:{queue}:leases",
       "queue:{queue}:low",
       "queue:{queue}:tasks",
-      "queues",
+      "{fleet}:queues",
     ]);
     expect(result.flotilla.bytesPerStoredEvent).toBeGreaterThan(0);
   }, 120_000);

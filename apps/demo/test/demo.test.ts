@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { redisUrl } from "@flotilla/testing";
+import { testRedisEnv } from "@flotilla/testing";
 import { describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
@@ -22,7 +22,7 @@ function runDemo(env: Record<string, string>): Promise<{ code: number | null; ou
 
 describe("the demo", () => {
   it("runs against the given Redis and exits 0 with every outcome shown", async () => {
-    const { code, out } = await runDemo({ REDIS_URL: redisUrl() });
+    const { code, out } = await runDemo(testRedisEnv());
     expect(out).toContain("6 COMPLETED, 1 FAILED, 1 CANCELLED");
     expect(out).toMatch(/Cancelled marathon while it ran: requested/);
     expect(out).toMatch(/worker-1 .* live {2}completed \d+/);

@@ -4,7 +4,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { FlotillaClient } from "@flotilla/client";
-import { redisUrl, scanPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { scanPrefix, testConnection, testRedis, testRedisEnv, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
@@ -25,7 +25,7 @@ describe("the demo, interrupted", () => {
     it(`${signal} mid-run stops every worker process and leaves no key behind`, async () => {
       // detached: the demo leads a process group of its own, as a shell's foreground job does.
       const demo = spawn(process.execPath, ["--conditions=@flotilla/source", main], {
-        env: { ...process.env, REDIS_URL: redisUrl() },
+        env: { ...process.env, ...testRedisEnv() },
         stdio: ["ignore", "pipe", "pipe"],
         detached: true,
       });
@@ -41,7 +41,7 @@ describe("the demo, interrupted", () => {
       try {
         await waitFor(() => out.includes("Streaming"), { timeoutMs: 30_000, what: `the demo to start streaming:\n${out}` });
         const prefix = /prefix (flotilla-demo-[0-9a-f]+)/.exec(out)![1]!;
-        client = new FlotillaClient({ redis: redisUrl(), prefix });
+        client = new FlotillaClient({ redis: testConnection(), prefix });
         const pids = (await client.fleet.status()).workers.flatMap((w) => (w.pid === undefined ? [] : [w.pid]));
         expect(pids).toHaveLength(2);
         expect((await scanKeys(prefix)).length).toBeGreaterThan(0);

@@ -3,6 +3,7 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { Agent, AgentConfig, OpenAICompatibleEndpoint, ProviderFactory, Swarm, Tool } from "@flotilla/agent";
 import { DEFAULTS, KeyPrefixSchema, parseInput, QueueNameSchema, RedisUrlSchema, type RunnableSpec, ValidationError } from "@flotilla/core";
+import { parseNodeList, type RedisConnection } from "@flotilla/core/redis";
 import type { MemoryStore } from "@flotilla/memory";
 import { z } from "zod";
 
@@ -10,6 +11,8 @@ export const USAGE = `flotilla-worker: runs Flotilla tasks from Redis
 
 Options (each also read from the environment variable shown):
   --redis URL            REDIS_URL              default ${DEFAULTS.redisUrl}
+  --redis-cluster NODES  REDIS_CLUSTER_NODES    a Redis Cluster's seed nodes, host:port,host:port
+                                                (used instead of --redis when given)
   --prefix P             FLOTILLA_PREFIX        default ${DEFAULTS.prefix}
   --queues a,b           FLOTILLA_QUEUES        default ${DEFAULTS.queue}
   --concurrency N        FLOTILLA_CONCURRENCY   default ${DEFAULTS.concurrency}
@@ -36,6 +39,18 @@ keys (@ai-sdk/openai + OPENAI_API_KEY, @ai-sdk/anthropic + ANTHROPIC_API_KEY, ..
 
 const ConfigSchema = z.object({
   redis: RedisUrlSchema.default(DEFAULTS.redisUrl),
+  redisCluster: z
+    .string()
+    .optional()
+    .transform((list, ctx) => {
+      if (list === undefined) return undefined;
+      try {
+        return parseNodeList(list);
+      } catch (err) {
+        ctx.addIssue({ code: "custom", message: err instanceof ValidationError ? (err.issues[0]?.message ?? err.message) : String(err) });
+        return z.NEVER;
+      }
+    }),
   prefix: KeyPrefixSchema.default(DEFAULTS.prefix),
   queues: z
     .string()
@@ -69,9 +84,15 @@ const ConfigSchema = z.object({
 });
 export type WorkerAppConfig = z.infer<typeof ConfigSchema>;
 
+/** The Redis the configuration names: the cluster when seed nodes are given, else the URL. */
+export function redisConnectionOf(config: WorkerAppConfig): RedisConnection {
+  return config.redisCluster ? { cluster: config.redisCluster } : config.redis;
+}
+
 /** Each setting's flag and environment variable. */
 const SOURCES: Record<string, { flag: string; env: string }> = {
   redis: { flag: "redis", env: "REDIS_URL" },
+  redisCluster: { flag: "redis-cluster", env: "REDIS_CLUSTER_NODES" },
   prefix: { flag: "prefix", env: "FLOTILLA_PREFIX" },
   queues: { flag: "queues", env: "FLOTILLA_QUEUES" },
   concurrency: { flag: "concurrency", env: "FLOTILLA_CONCURRENCY" },

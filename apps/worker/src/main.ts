@@ -2,7 +2,7 @@
 import { closeRedis, describeRedis, openRedis } from "@flotilla/core/redis";
 import type { TemporalWorker } from "@flotilla/temporal";
 import { defaultWorkerId, type Executor, jsonLogger, Worker } from "@flotilla/worker";
-import { loadConfig, USAGE } from "./config.ts";
+import { loadConfig, redisConnectionOf, USAGE } from "./config.ts";
 import { routeConsoleToLog } from "./console-log.ts";
 import { type ReadinessReport, startEndpoints } from "./endpoints.ts";
 import { watchReadiness } from "./readiness-log.ts";
@@ -38,7 +38,7 @@ async function main(): Promise<number> {
     if (config.temporalWorker) {
       temporal.worker = await createTemporalWorker({
         ...settings,
-        redis: config.redis,
+        redis: redisConnectionOf(config),
         prefix: config.prefix,
         tools: mod.tools,
         providerFactory: mod.providerFactory,
@@ -50,7 +50,7 @@ async function main(): Promise<number> {
   // The worker's command connection, opened here (with the worker's own connection policy) so this
   // process can log its loss and return; the worker duplicates it for its blocking and subscriber
   // connections, and leaves closing it to us.
-  const redis = openRedis(config.redis, "command");
+  const redis = openRedis(redisConnectionOf(config), "command");
   const worker = new Worker({
     redis: redis.redis,
     prefix: config.prefix,

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient, type FlotillaEvent, type TaskHandle } from "@flotilla/client";
-import { purgePrefix, redisUrl, testPrefix, testRedis } from "@flotilla/testing";
+import { purgePrefix, testConnection, testPrefix, testRedis, testRedisEnv } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
@@ -11,7 +11,7 @@ const TASKS = Number(process.env.FLOTILLA_CHAOS_TASKS ?? 2000);
 const WORKERS = 3;
 const prefix = testPrefix("chaos");
 const redis = testRedis();
-const client = new FlotillaClient({ redis: redisUrl(), prefix });
+const client = new FlotillaClient({ redis: testConnection(), prefix });
 const live = new Set<ChildProcess>();
 const workerIds = new Map<ChildProcess, string>();
 /** When each killed worker died (ms), by worker id. */
@@ -23,7 +23,7 @@ function startWorker(): ChildProcess {
   const child = spawn(process.execPath, ["--conditions=@flotilla/source", main], {
     env: {
       ...process.env,
-      REDIS_URL: redisUrl(),
+      ...testRedisEnv(),
       FLOTILLA_PREFIX: prefix,
       FLOTILLA_MODULE: module,
       FLOTILLA_CONCURRENCY: "8",

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient, type FlotillaEvent } from "@flotilla/client";
-import { purgePrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { purgePrefix, testConnection, testPrefix, testRedis, testRedisEnv, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
@@ -10,7 +10,7 @@ const module = fileURLToPath(new URL("./fixtures/chaos-module.ts", import.meta.u
 const skewedClock = pathToFileURL(fileURLToPath(new URL("./fixtures/skewed-clock.mjs", import.meta.url))).href;
 const prefix = testPrefix("skew");
 const redis = testRedis();
-const client = new FlotillaClient({ redis: redisUrl(), prefix });
+const client = new FlotillaClient({ redis: testConnection(), prefix });
 const children: ChildProcess[] = [];
 
 afterAll(async () => {
@@ -25,7 +25,7 @@ async function skewedWorker(workerId: string, queue: string, skewMs: number): Pr
   const child = spawn(process.execPath, ["--conditions=@flotilla/source", "--import", skewedClock, main], {
     env: {
       ...process.env,
-      REDIS_URL: redisUrl(),
+      ...testRedisEnv(),
       FLOTILLA_PREFIX: prefix,
       FLOTILLA_MODULE: module,
       FLOTILLA_QUEUES: queue,

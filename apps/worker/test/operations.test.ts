@@ -5,7 +5,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient } from "@flotilla/client";
-import { purgePrefix, redisUrl, startRedisServer, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { purgePrefix, startRedisServer, testConnection, testPrefix, testRedis, testRedisEnv, waitFor } from "@flotilla/testing";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 
@@ -34,7 +34,7 @@ interface Proc {
 
 async function startWorker(args: string[], env: Record<string, string> = {}): Promise<Proc> {
   const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, ...args], {
-    env: { ...process.env, REDIS_URL: redisUrl(), FLOTILLA_PREFIX: prefix, ...env },
+    env: { ...process.env, ...testRedisEnv(), FLOTILLA_PREFIX: prefix, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.push(child);
@@ -75,7 +75,7 @@ async function stop(proc: Proc): Promise<void> {
 describe("flotilla-worker, as an operator sees it", () => {
   it("names the service and the worker in its metrics, and exports durations in seconds", async () => {
     const worker = await startWorker(["--metrics-port", "0", "--queues", "ops-metrics", "--worker-id", "ops-metrics-1"]);
-    const client = new FlotillaClient({ redis: redisUrl(), prefix });
+    const client = new FlotillaClient({ redis: testConnection(), prefix });
     try {
       await (await client.submit(new Agent({ name: "probe", model: "scripted:x" }), "time me", { queue: "ops-metrics" })).result();
       const base = `http://127.0.0.1:${worker.ready.metricsPort}`;

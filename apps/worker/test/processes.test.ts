@@ -2,14 +2,14 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient } from "@flotilla/client";
-import { purgePrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { purgePrefix, testConnection, testPrefix, testRedis, testRedisEnv, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const tools = fileURLToPath(new URL("./fixtures/count-tools.ts", import.meta.url));
 const prefix = testPrefix("procs");
 const redis = testRedis();
-const client = new FlotillaClient({ redis: redisUrl(), prefix });
+const client = new FlotillaClient({ redis: testConnection(), prefix });
 const children: ChildProcess[] = [];
 
 interface Proc {
@@ -24,7 +24,7 @@ async function startWorker(workerId: string, extraEnv: Record<string, string> = 
   const child = spawn(process.execPath, ["--conditions=@flotilla/source", main], {
     env: {
       ...process.env,
-      REDIS_URL: redisUrl(),
+      ...testRedisEnv(),
       FLOTILLA_PREFIX: prefix,
       FLOTILLA_MODULE: tools,
       FLOTILLA_CONCURRENCY: "4",

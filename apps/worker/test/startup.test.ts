@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { freePort, purgePrefix, redisUrl, testPrefix, testRedis } from "@flotilla/testing";
+import { freePort, purgePrefix, testPrefix, testRedis, testRedisEnv } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
@@ -19,7 +19,7 @@ afterAll(async () => {
 /** Runs flotilla-worker (from source) until it exits on its own; none of these gets as far as claiming. */
 function run(args: string[], nodeArgs: string[] = []): Promise<{ code: number | null; stderr: string }> {
   const child = spawn(process.execPath, [...nodeArgs, "--conditions=@flotilla/source", main, ...args], {
-    env: { ...process.env, REDIS_URL: redisUrl(), FLOTILLA_PREFIX: prefix, FLOTILLA_MODULE: "", FLOTILLA_EXECUTOR: "" },
+    env: { ...process.env, ...testRedisEnv(), FLOTILLA_PREFIX: prefix, FLOTILLA_MODULE: "", FLOTILLA_EXECUTOR: "" },
     stdio: ["ignore", "ignore", "pipe"],
   });
   children.push(child);

@@ -5,13 +5,13 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient } from "@flotilla/client";
-import { purgePrefix, redisUrl, testPrefix, testRedis } from "@flotilla/testing";
+import { purgePrefix, testConnection, testPrefix, testRedis, testRedisEnv } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const prefix = testPrefix("stdout-closed");
 const redis = testRedis();
-const client = new FlotillaClient({ redis: redisUrl(), prefix });
+const client = new FlotillaClient({ redis: testConnection(), prefix });
 
 afterAll(async () => {
   await client.close();
@@ -22,7 +22,7 @@ afterAll(async () => {
 describe("a worker whose stdout is closed", () => {
   it("keeps running tasks, then drains on SIGTERM and exits 0", async () => {
     const child = spawn(process.execPath, ["--conditions=@flotilla/source", main], {
-      env: { ...process.env, REDIS_URL: redisUrl(), FLOTILLA_PREFIX: prefix, FLOTILLA_WORKER_ID: "no-reader" },
+      env: { ...process.env, ...testRedisEnv(), FLOTILLA_PREFIX: prefix, FLOTILLA_WORKER_ID: "no-reader" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stderr = "";

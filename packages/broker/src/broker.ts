@@ -1,4 +1,5 @@
 import { CONSUMER_GROUP, DEFAULT_RETENTION, type Keys, PRIORITIES } from "@flotilla/core";
+import { isCluster, keySlot } from "@flotilla/core/redis";
 import type { ChainableCommander, Redis } from "ioredis";
 import { type DeadLetter, type DeadLetterInput, parseDeadLetter } from "./dead-letters.ts";
 import { type Lane, pairsToObject, type RawEntry } from "./entry.ts";
@@ -9,6 +10,20 @@ export interface BrokerOptions {
   /** Dead-letter streams keep about this many entries. @default DEFAULT_RETENTION.deadLetterMaxLen (100_000) */
   deadLetterMaxLen?: number;
 }
+
+/**
+ * On a cluster, a worker whose queues lie in several slots cannot wait on all of them in one read
+ * (XREADGROUP names keys of one slot): it waits on one slot's queues per read, in turn, at most this
+ * long each, so a task on another slot's queue waits for at most this long while the worker idles.
+ */
+export const MULTI_SLOT_BLOCK_MS = 100;
+
+/**
+ * On a cluster, a blocking read waits at most this long: a read blocked on a cluster node cannot be
+ * ended early by CLIENT UNBLOCK (it is sent to whichever node the read went to), so a stopping
+ * worker waits for it to return.
+ */
+export const CLUSTER_BLOCK_MS = 1000;
 
 export type StreamReply = Array<[key: string, entries: Array<[id: string, fields: string[] | null]>]> | null;
 
@@ -26,6 +41,8 @@ export class Broker {
   protected readonly keys: Keys;
   private readonly deadLetterMaxLen: number;
   private readonly groups = new Set<string>();
+  /** Which slot's queues the next blocking read waits on, when they lie in several (cluster). */
+  private blockTurn = 0;
 
   constructor(redis: Redis, keys: Keys, options: BrokerOptions = {}) {
     this.redis = redis;
@@ -55,6 +72,11 @@ export class Broker {
    * `count` of them. `blocking` is a connection used for nothing else.
    */
   async block(blocking: Redis, consumer: string, queues: readonly string[], count: number, blockMs: number): Promise<RawEntry[]> {
+    if (isCluster(blocking)) {
+      const bySlot = this.queuesBySlot(queues);
+      queues = bySlot[this.blockTurn++ % bySlot.length]!;
+      blockMs = Math.min(blockMs, bySlot.length > 1 ? MULTI_SLOT_BLOCK_MS : CLUSTER_BLOCK_MS);
+    }
     const lanes = PRIORITIES.flatMap((priority) => queues.map((queue) => ({ queue, priority })));
     const reply = (await blocking.xreadgroup(
       "GROUP",
@@ -69,6 +91,16 @@ export class Broker {
       ...lanes.map(() => ">"),
     )) as StreamReply;
     return this.toEntries(reply, lanes);
+  }
+
+  /** `queues` grouped by the cluster slot their keys live in, in the order first seen. */
+  private queuesBySlot(queues: readonly string[]): string[][] {
+    const groups = new Map<number, string[]>();
+    for (const queue of queues) {
+      const slot = keySlot(this.keys.queue(queue));
+      groups.set(slot, [...(groups.get(slot) ?? []), queue]);
+    }
+    return [...groups.values()];
   }
 
   /**

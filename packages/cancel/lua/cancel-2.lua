@@ -28,7 +28,7 @@ if outcome == 'corrupt' then
   return redis.error_reply('CORRUPT_RECORD task record: ' .. status)
 end
 if outcome == 'requested' then
-  redis.call('PUBLISH', cancelChannel, cjson.encode({ taskId = taskId, reason = reason }))
+  redis.call('SPUBLISH', cancelChannel, cjson.encode({ taskId = taskId, reason = reason }))
 end
 finish(batch, statsKey, statusChannel)
 return { outcome, status }

@@ -19,8 +19,9 @@ const CancelMessageSchema = z.object({ taskId: z.string(), reason: z.string() })
 const RECHECK_BACKOFF: ExponentialBackoff = { baseMs: 100, maxMs: 5000 };
 
 /**
- * The worker side of cancel: one subscription to the fleet's cancel channel, on the worker's
- * single subscriber connection, serves every task the worker runs. Because requests are also
+ * The worker side of cancel: one subscription to the cancel channel of each queue the worker
+ * serves (sharded, in the queue's slot), on the worker's subscriber connection, serves every task
+ * the worker runs. Because requests are also
  * stored on the task, a request missed while the connection was down is found on reconnect.
  *
  * A worker starts a batch of tasks in one script and watches them once it has the reply; a request
@@ -36,7 +37,7 @@ export class CancelListener {
   private readonly recent = new Map<string, { reason: string; at: number }>();
   private readonly rememberMs: number;
   private readonly log: Logger;
-  private unsubscribe: Unsubscribe | undefined;
+  private unsubscribe: (() => Promise<void>) | undefined;
   private stopReconnect: (() => void) | undefined;
 
   constructor(redis: Redis, hub: SubscriberHub, keys: Keys, options: CancelListenerOptions = {}) {
@@ -47,11 +48,22 @@ export class CancelListener {
     this.keys = keys;
   }
 
-  async start(): Promise<void> {
-    this.unsubscribe = await this.hub.subscribe(this.keys.cancelChannel(), (message) => {
+  /** Listens to the cancel channels of `queues`, the queues of the tasks this worker runs. */
+  async start(queues: readonly string[]): Promise<void> {
+    const onMessage = (message: string) => {
       const parsed = CancelMessageSchema.safeParse(parseJsonOr(message, undefined));
       if (parsed.success) this.fire(parsed.data.taskId, parsed.data.reason);
-    });
+    };
+    const subscribed = await Promise.allSettled(queues.map((queue) => this.hub.subscribe(this.keys.cancelChannel(queue), onMessage)));
+    const done: Unsubscribe[] = subscribed.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    this.unsubscribe = async () => {
+      await Promise.all(done.map((u) => u()));
+    };
+    const failed = subscribed.find((r) => r.status === "rejected");
+    if (failed) {
+      await this.stop();
+      throw failed.reason;
+    }
     this.stopReconnect = this.hub.onReconnect(() => void this.recheckUntilDone());
   }
 

@@ -27,7 +27,7 @@ export async function requestCancel(
   const reply = (await scripts.cancel.run(
     redis,
     [keys.task(taskId), keys.stats(queue, now ?? Date.now())],
-    [reason, now ?? "", retention.keepCompleted.ageMs, keys.cancelChannel(), keys.statusChannel(queue)],
+    [reason, now ?? "", retention.keepCompleted.ageMs, keys.cancelChannel(queue), keys.statusChannel(queue)],
   )) as [CancelOutcome["outcome"], string];
   return { outcome: reply[0], status: (reply[1] || undefined) as TaskStatus | undefined };
 }

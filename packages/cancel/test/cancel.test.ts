@@ -1,7 +1,7 @@
 import { createKeys, DEFAULT_RETENTION } from "@flotilla/core";
 import { openRedis, SubscriberHub } from "@flotilla/core/redis";
 import { TestTaskStore } from "@flotilla/store/testing";
-import { purgePrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { purgePrefix, shardSubscribers, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { CancelListener } from "../src/cancel-listener.ts";
 import { requestCancel } from "../src/request-cancel.ts";
@@ -10,7 +10,7 @@ const redis = testRedis();
 const prefix = testPrefix("cancel");
 const keys = createKeys(prefix);
 const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
-const hub = new SubscriberHub(openRedis(redisUrl(), "subscriber"));
+const hub = new SubscriberHub(openRedis(testConnection(), "subscriber"));
 /** The status events a task's record keeps. */
 const statusLog = async (taskId: string) => JSON.parse(`[${(await redis.hget(keys.task(taskId), "log")) ?? ""}]`) as Array<Record<string, unknown>>;
 afterAll(async () => {
@@ -47,7 +47,7 @@ describe("cancel", () => {
 
   it("tells the worker running the task, through one shared subscription", async () => {
     const listener = new CancelListener(redis, hub, keys);
-    await listener.start();
+    await listener.start(["q"]);
     const id = await task();
     const other = await task();
     await store.start(id, "w");
@@ -64,13 +64,13 @@ describe("cancel", () => {
     listener.watch(id, (r) => late.push(r));
     await listener.recheck();
     expect(late).toEqual(["user pressed stop"]);
-    expect((await redis.pubsub("NUMSUB", keys.cancelChannel()))[1]).toBe(1);
+    expect(await shardSubscribers(redis, keys.cancelChannel("q"))).toBe(1);
     await listener.stop();
   });
 
   it("remembers a request that arrives before the worker watches the task", async () => {
     const listener = new CancelListener(redis, hub, keys);
-    await listener.start();
+    await listener.start(["q"]);
     const id = await task();
     await store.start(id, "w");
     // The worker started the task in a batch and has not read the reply yet when the request comes.

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, defineTool, Swarm } from "@flotilla/agent";
 import { PostgresMemoryStore, SqliteMemoryStore } from "@flotilla/memory";
-import { collect, redisUrl, startOpenAIServer } from "@flotilla/testing";
+import { collect, startOpenAIServer, testConnection } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
@@ -131,7 +131,7 @@ describe("agents on a real OpenAI-compatible endpoint (a local chat-completions 
         ["user", "What is my name?"],
       ]);
       // Any client reads the conversation back through the same store (redis is built in).
-      const reader = new FlotillaClient({ redis: redisUrl(), prefix: env.prefix, memory: { sqlite, postgres } });
+      const reader = new FlotillaClient({ redis: testConnection(), prefix: env.prefix, memory: { sqlite, postgres } });
       const conversation = reader.conversations.get(conversationId, store);
       expect((await conversation.messages()).map((m) => [m.role, m.content])).toEqual([
         ["user", "My name is Ada."],

@@ -1,6 +1,6 @@
 import { ErrorCodes, LifecycleError } from "@flotilla/core";
 import { FlotillaMetrics, METRICS } from "@flotilla/metrics";
-import { echo, redisUrl, startRedisServer, testRedis } from "@flotilla/testing";
+import { echo, startRedisServer, testConnection, testRedis } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { afterEach, describe, expect, it } from "vitest";
 import { closeDefaultClient, DuplicateTaskError, defaultFlotillaClient, distributed, FlotillaClient } from "../src/index.ts";
@@ -41,7 +41,7 @@ describe("FlotillaClient lifecycle", () => {
   const h = useFlotilla("client-lifecycle");
 
   it("refuses every call once closed with a LifecycleError, and closes once however often asked", async () => {
-    const client = new FlotillaClient({ redis: redisUrl(), prefix: h.prefix });
+    const client = new FlotillaClient({ redis: testConnection(), prefix: h.prefix });
     const handle = await client.submit(echo(), "x");
     await handle.result({ timeoutMs: 50 }).catch(() => {}); // opens the subscriber side too
     await client.close();
@@ -50,12 +50,12 @@ describe("FlotillaClient lifecycle", () => {
       await expect(call()).rejects.toMatchObject({ code: ErrorCodes.CLOSED });
     }
     // A client that never opened its subscriber closes too.
-    await new FlotillaClient({ redis: redisUrl(), prefix: h.prefix }).close();
+    await new FlotillaClient({ redis: testConnection(), prefix: h.prefix }).close();
   });
 
   it("counts what it submitted, by queue and agent", async () => {
     const metrics = new FlotillaMetrics();
-    const client = new FlotillaClient({ redis: redisUrl(), prefix: h.prefix, metrics });
+    const client = new FlotillaClient({ redis: testConnection(), prefix: h.prefix, metrics });
     await client.submit(echo(), "a", { queue: "m1" });
     await client.submitMany([
       { agent: echo(), input: "b", options: { queue: "m1" } },
@@ -67,7 +67,7 @@ describe("FlotillaClient lifecycle", () => {
   });
 
   it("makes a queue's group and registers it once, however many submits", async () => {
-    const client = new FlotillaClient({ redis: redisUrl(), prefix: h.prefix });
+    const client = new FlotillaClient({ redis: testConnection(), prefix: h.prefix });
     await client.submit(echo(), "a", { queue: "once" });
     await h.redis.srem(h.keys.queues(), "once");
     await client.submit(echo(), "b", { queue: "once" });
@@ -94,7 +94,7 @@ describe("FlotillaClient lifecycle", () => {
   });
 
   it("frees an idempotency key whose submit failed, so the next submit with it makes a new task", async () => {
-    const client = new FlotillaClient({ redis: redisUrl(), prefix: h.prefix });
+    const client = new FlotillaClient({ redis: testConnection(), prefix: h.prefix });
     await client.submit(echo(), "x", { queue: "idem", taskId: "taken" });
     await expect(client.submit(echo(), "x", { queue: "idem", taskId: "taken", idempotencyKey: "k" })).rejects.toBeInstanceOf(DuplicateTaskError);
     const fresh = await client.submit(echo(), "x", { queue: "idem", idempotencyKey: "k" });
@@ -103,7 +103,7 @@ describe("FlotillaClient lifecycle", () => {
   });
 
   it("puts a queue back in the registry when a batch finds its lanes gone", async () => {
-    const client = new FlotillaClient({ redis: redisUrl(), prefix: h.prefix });
+    const client = new FlotillaClient({ redis: testConnection(), prefix: h.prefix });
     await client.submitMany([{ agent: echo(), input: "a", options: { queue: "lost" } }]);
     // Redis lost the queue (as after a restart without persistence): its lanes and registry entry.
     await h.redis.del(h.keys.queue("lost"), h.keys.lane("lost", "high"), h.keys.lane("lost", "low"));

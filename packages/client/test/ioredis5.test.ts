@@ -1,13 +1,13 @@
 // A connection lent by an application still on ioredis 5: another copy of ioredis, so no instance of
 // ours. The client and a worker must run on it, and on the duplicates they make of it, as on our own.
-import { collect, echo, redisUrl } from "@flotilla/testing";
+import { collect, echo, onCluster, redisUrl } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { Redis } from "ioredis";
 import { Redis as Redis5 } from "ioredis5";
 import { afterAll, describe, expect, it } from "vitest";
 import { TaskCancelledError } from "../src/index.ts";
 
-describe("a connection from ioredis 5", () => {
+describe.skipIf(onCluster())("a connection from ioredis 5", () => {
   const env = useFlotilla("ioredis5");
   const legacy = new Redis5(redisUrl(), { maxRetriesPerRequest: 3 });
   // The blocking and subscriber connections are made with duplicate(): keep them to check their copy.

@@ -1,5 +1,5 @@
 import { CorruptRecordError, ErrorCodes, type JsonValue, ValidationError } from "@flotilla/core";
-import { echo, redisUrl } from "@flotilla/testing";
+import { echo, testConnection } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
 import { FlotillaClient } from "../src/index.ts";
@@ -11,7 +11,7 @@ describe("submit options", () => {
   it("takes a payload of exactly maxPayloadBytes, and refuses one byte more", async () => {
     const agent = echo();
     const empty = JSON.stringify({ agent: agent.toJSON(), input: "" }).length;
-    const client = new FlotillaClient({ redis: redisUrl(), prefix: h.prefix, maxPayloadBytes: empty + 100 });
+    const client = new FlotillaClient({ redis: testConnection(), prefix: h.prefix, maxPayloadBytes: empty + 100 });
     await expect(client.submit(agent, "x".repeat(100))).resolves.toBeDefined();
     const err = await client.submit(agent, "x".repeat(101)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ValidationError);

@@ -1,5 +1,5 @@
 import { ErrorCodes, TaskCancelledError, TaskFailedError, TaskNotFoundError, WaitTimeoutError } from "@flotilla/core";
-import { scripted, startRedisServer, waitFor } from "@flotilla/testing";
+import { scripted, shardSubscribers, startRedisServer, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
 import { FlotillaClient } from "../src/index.ts";
@@ -49,7 +49,7 @@ describe("TaskHandle", () => {
     for (const status of ["completed", "failed", "cancelled"]) {
       const handle = await client.submit(scripted("x"), "in", { queue: "th3" });
       const result = handle.result().catch((err: unknown) => err);
-      await waitFor(async () => (await h.redis.pubsub("NUMSUB", h.keys.statusChannel("th3")))[1] === 1, { what: "the watch" });
+      await waitFor(async () => (await shardSubscribers(h.redis, h.keys.statusChannel("th3"))) === 1, { what: "the watch" });
       await new Promise((r) => setTimeout(r, 50));
       // The record stays PENDING: only the message tells the outcome.
       const event = {
@@ -62,7 +62,7 @@ describe("TaskHandle", () => {
         status,
         ...(status === "completed" && { result: { n: 1 } }),
       };
-      await h.redis.publish(h.keys.statusChannel("th3"), JSON.stringify([event]));
+      await h.redis.spublish(h.keys.statusChannel("th3"), JSON.stringify([event]));
       results.push(await result);
     }
     expect(results[0]).toEqual({ n: 1 });
@@ -75,11 +75,11 @@ describe("TaskHandle", () => {
   it("looks at the record again when a status message cannot be read", async () => {
     const handle = await waiting("th4");
     const result = handle.result({ timeoutMs: 10_000 });
-    await waitFor(async () => (await h.redis.pubsub("NUMSUB", h.keys.statusChannel("th4")))[1] === 1, { what: "the watch" });
+    await waitFor(async () => (await shardSubscribers(h.redis, h.keys.statusChannel("th4"))) === 1, { what: "the watch" });
     await new Promise((r) => setTimeout(r, 50));
     // Finished with no message sent, then a garbled one: only a look at the record finds it done.
     await h.redis.hset(h.keys.task(handle.taskId), { status: "COMPLETED", result: "7" });
-    await h.redis.publish(h.keys.statusChannel("th4"), "garbled");
+    await h.redis.spublish(h.keys.statusChannel("th4"), "garbled");
     expect(await result).toBe(7);
   });
 
@@ -93,7 +93,7 @@ describe("TaskHandle", () => {
     const waitingResult = handle.result({ signal: controller.signal });
     setTimeout(() => controller.abort(new Error("changed my mind")), 50);
     await expect(waitingResult).rejects.toThrow("changed my mind");
-    expect(await h.redis.pubsub("NUMSUB", h.keys.statusChannel("th5"))).toEqual([h.keys.statusChannel("th5"), 1]); // the feed lingers, as designed
+    expect(await shardSubscribers(h.redis, h.keys.statusChannel("th5"))).toBe(1); // the feed lingers, as designed
   });
 
   it("waits through Redis being down, and times out or aborts there too", async () => {

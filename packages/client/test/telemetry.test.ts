@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
 import { FlotillaMetrics, METRICS } from "@flotilla/metrics";
-import { purgePrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { purgePrefix, testConnection, testPrefix, testRedis, testRedisEnv, waitFor } from "@flotilla/testing";
 import { Worker } from "@flotilla/worker";
 import { context, propagation, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
@@ -29,7 +29,7 @@ trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [new SimpleSp
 const prefix = testPrefix("telemetry");
 const redis = testRedis();
 const metrics = new FlotillaMetrics({ meterProvider });
-const client = new FlotillaClient({ redis: redisUrl(), prefix, metrics });
+const client = new FlotillaClient({ redis: testConnection(), prefix, metrics });
 const workers: Worker[] = [];
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop({ drainTimeoutMs: 1000 })));
@@ -49,7 +49,7 @@ const sum = (ps: Array<{ value: unknown }>) => ps.reduce((n, p) => n + (typeof p
 
 describe("metrics (the real OpenTelemetry SDK, and snapshot())", () => {
   it("counts, times and gauges a run of tasks that complete, fail, retry and get cancelled", async () => {
-    const worker = new Worker({ redis: redisUrl(), prefix, queues: ["m"], metrics, gaugeIntervalMs: 50, blockMs: 200, concurrency: 4 });
+    const worker = new Worker({ redis: testConnection(), prefix, queues: ["m"], metrics, gaugeIntervalMs: 50, blockMs: 200, concurrency: 4 });
     workers.push(worker);
     await worker.start();
     const echo = new Agent({ name: "echo", model: "scripted:x" });
@@ -103,7 +103,7 @@ describe("tracing across processes", () => {
   it("connects the client's submit span to the worker's execute span and its model and tool spans", async () => {
     const fixture = fileURLToPath(new URL("./fixtures/traced-worker.ts", import.meta.url));
     const child = spawn(process.execPath, ["--conditions=@flotilla/source", fixture], {
-      env: { ...process.env, REDIS_URL: redisUrl(), FLOTILLA_PREFIX: prefix },
+      env: { ...process.env, ...testRedisEnv(), FLOTILLA_PREFIX: prefix },
       stdio: ["ignore", "pipe", "inherit"],
     });
     const lines: string[] = [];

@@ -45,12 +45,15 @@ export interface Keys {
   events(taskId: string): string;
   /** What `events()` puts before a task's name. */
   eventsBase(queue: string): string;
-  /** Pub/Sub: the task's events other than status changes, live (JSON arrays of events). */
+  /** Pub/Sub (sharded): the task's events other than status changes, live (JSON arrays of events). */
   eventsChannel(taskId: string): string;
-  /** Pub/Sub: status events of every task of a queue (JSON arrays, one message per script call). */
+  /** Pub/Sub (sharded): status events of every task of a queue (JSON arrays, one message per script call). */
   statusChannel(queue: string): string;
-  /** Pub/Sub: cancel requests for running tasks, one channel for the whole fleet. */
-  cancelChannel(): string;
+  /**
+   * Pub/Sub (sharded): cancel requests for a queue's running tasks, in the queue's slot, so the cancel
+   * script publishes where it writes and only the workers serving the queue hear it.
+   */
+  cancelChannel(queue: string): string;
   /** Stream: the queue's normal-priority lane, which workers claim from through the consumer group. */
   queue(queue: string): string;
   /** Stream: one priority lane of a queue (`normal` is `queue(queue)`); same hash tag as the queue. */
@@ -111,7 +114,7 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
     eventsBase: (q) => `${tagged("stream", q)}:`,
     eventsChannel: (id) => ofTask("events", id),
     statusChannel: (q) => tagged("status", q),
-    cancelChannel: () => `${prefix}:cancel`,
+    cancelChannel: (q) => tagged("cancel", q),
     queue: (q) => tagged("queue", q),
     deadLetters: (q) => `${tagged("queue", q)}:dead`,
     lane: (q, p) => (p === "normal" ? tagged("queue", q) : `${tagged("queue", q)}:${p}`),
@@ -122,8 +125,8 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
     claimMarker: (q, id) => `${tagged("queue", q)}:claim:${id}`,
     leases: (q) => `${tagged("queue", q)}:leases`,
     stats: (q, at) => `${tagged("queue", q)}:stats:${Math.floor(at / STATS_BUCKET_MS)}`,
-    queues: () => `${prefix}:queues`,
-    alerts: () => `${prefix}:alerts`,
+    queues: () => `${prefix}:{fleet}:queues`,
+    alerts: () => `${prefix}:{fleet}:alerts`,
     idempotency: (key) => `${prefix}:idem:{${bytesToHex(sha1(utf8ToBytes(key)))}}`,
     memory: (id) => tagged("memory", id),
     workers: () => `${prefix}:{health}:workers`,

@@ -1,7 +1,7 @@
 import { createKeys, DEFAULT_RETENTION } from "@flotilla/core";
 import { openRedis, SubscriberHub } from "@flotilla/core/redis";
 import { TestTaskStore } from "@flotilla/store/testing";
-import { purgePrefix, redisUrl, startRedisServer, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { purgePrefix, shardSubscribers, startRedisServer, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { type StatusEvent, StatusFeed } from "../src/status-feed.ts";
 
@@ -9,7 +9,7 @@ const redis = testRedis();
 const prefix = testPrefix("status-feed");
 const keys = createKeys(prefix);
 const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
-const hub = new SubscriberHub(openRedis(redisUrl(), "subscriber"));
+const hub = new SubscriberHub(openRedis(testConnection(), "subscriber"));
 afterAll(async () => {
   await hub.close();
   await purgePrefix(redis, prefix);
@@ -23,7 +23,7 @@ async function createTask(queue: string) {
   return taskId;
 }
 
-const subscribers = async (queue: string) => (await redis.pubsub("NUMSUB", keys.statusChannel(queue)))[1];
+const subscribers = async (queue: string) => await shardSubscribers(redis, keys.statusChannel(queue));
 /** What a listener heard: the status of each event, or "?" for "look at the record". */
 function recorder() {
   const heard: string[] = [];
@@ -55,11 +55,11 @@ describe("StatusFeed", () => {
     const rb = recorder();
     await feed.watch(a, ra.listener);
     await feed.watch(b, rb.listener);
-    await redis.publish(keys.statusChannel("sf2"), "not json");
-    await redis.publish(keys.statusChannel("sf2"), JSON.stringify({ not: "a batch" }));
+    await redis.spublish(keys.statusChannel("sf2"), "not json");
+    await redis.spublish(keys.statusChannel("sf2"), JSON.stringify({ not: "a batch" }));
     // In a batch: entries for other tasks or without a task are skipped; a bad one for a watched task says "?".
     const batch = [null, statusEvent("sf2/other", "running"), { taskId: a, type: "status", status: "bogus" }, statusEvent(b, "running")];
-    await redis.publish(keys.statusChannel("sf2"), JSON.stringify(batch));
+    await redis.spublish(keys.statusChannel("sf2"), JSON.stringify(batch));
     await waitFor(async () => rb.heard.length === 3, { what: "the messages" });
     expect(ra.heard).toEqual(["?", "?", "?"]);
     expect(rb.heard).toEqual(["?", "?", `${b}:running`]);
@@ -93,7 +93,7 @@ describe("StatusFeed", () => {
     only(); // its task has no listeners left: still harmless
     const r = recorder();
     await feed.watch(a, r.listener);
-    await redis.publish(keys.statusChannel("sf9"), JSON.stringify([{ ...statusEvent(a, "running"), type: "text", delta: "x" }]));
+    await redis.spublish(keys.statusChannel("sf9"), JSON.stringify([{ ...statusEvent(a, "running"), type: "text", delta: "x" }]));
     await waitFor(async () => r.heard.length === 1, { what: "the message" });
     expect(r.heard).toEqual(["?"]);
     await feed.close();

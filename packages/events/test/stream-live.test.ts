@@ -1,7 +1,7 @@
 import { createKeys, DEFAULT_RETENTION, TaskNotFoundError } from "@flotilla/core";
 import { openRedis, SubscriberHub } from "@flotilla/core/redis";
 import { TestTaskStore } from "@flotilla/store/testing";
-import { purgePrefix, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { purgePrefix, shardSubscribers, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { type EventSource, streamEvents } from "../src/event-stream.ts";
 import type { FlotillaEvent } from "../src/schema.ts";
@@ -13,7 +13,7 @@ const redis = testRedis();
 const prefix = testPrefix("stream-live");
 const keys = createKeys(prefix);
 const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
-const hub = new SubscriberHub(openRedis(redisUrl(), "subscriber"));
+const hub = new SubscriberHub(openRedis(testConnection(), "subscriber"));
 const source: EventSource = { redis, hub, keys, statusFeed: new StatusFeed(hub, keys, { lingerMs: 0 }) };
 afterAll(async () => {
   await source.statusFeed.close();
@@ -36,8 +36,8 @@ const completed = (taskId: string, seq: number) => ({ taskId, seq, attempt: 1, t
 /** Stored but never announced: a message the reader missed. */
 const stored = (taskId: string, seqs: number[]) => redis.xadd(keys.events(taskId), `0-${seqs.at(-1)}`, "e", JSON.stringify(seqs.map((s) => text(taskId, s))));
 /** Announced on the task's channel only. */
-const announced = (taskId: string, seqs: number[]) => redis.publish(keys.eventsChannel(taskId), JSON.stringify(seqs.map((s) => text(taskId, s))));
-const finished = (taskId: string, seq: number) => redis.publish(keys.statusChannel("q"), JSON.stringify([completed(taskId, seq)]));
+const announced = (taskId: string, seqs: number[]) => redis.spublish(keys.eventsChannel(taskId), JSON.stringify(seqs.map((s) => text(taskId, s))));
+const finished = (taskId: string, seq: number) => redis.spublish(keys.statusChannel("q"), JSON.stringify([completed(taskId, seq)]));
 
 async function next(stream: AsyncIterator<FlotillaEvent>, count: number): Promise<number[]> {
   const out: number[] = [];
@@ -69,8 +69,8 @@ describe("streamEvents, live", () => {
     // on the queue's channel. Neither is stored, so only their order can make the reader right.
     await redis
       .multi()
-      .publish(keys.eventsChannel(taskId), JSON.stringify([text(taskId, 3)]))
-      .publish(keys.statusChannel("q"), JSON.stringify([{ ...completed(taskId, 2), status: "retrying" }]))
+      .spublish(keys.eventsChannel(taskId), JSON.stringify([text(taskId, 3)]))
+      .spublish(keys.statusChannel("q"), JSON.stringify([{ ...completed(taskId, 2), status: "retrying" }]))
       .exec();
     await new Promise((r) => setTimeout(r, 200)); // both delivered before the reader looks
     expect(await next(stream, 2)).toEqual([2, 3]);
@@ -111,7 +111,7 @@ describe("streamEvents, live", () => {
     const taskId = await runningTask();
     const stream = streamEvents(source, taskId);
     expect(await next(stream, 1)).toEqual([1]);
-    await redis.publish(keys.statusChannel("q"), "garbled");
+    await redis.spublish(keys.statusChannel("q"), "garbled");
     await announced(taskId, [2]);
     await finished(taskId, 3);
     expect(await next(stream, 3)).toEqual([2, 3]);
@@ -122,7 +122,7 @@ describe("streamEvents, live", () => {
     const stream = streamEvents(source, taskId);
     expect(await next(stream, 1)).toEqual([1]);
     await stored(taskId, [2]);
-    await redis.publish(keys.statusChannel("q"), "garbled");
+    await redis.spublish(keys.statusChannel("q"), "garbled");
     expect(await next(stream, 1)).toEqual([2]);
     await finished(taskId, 3);
     expect(await next(stream, 2)).toEqual([3]);
@@ -157,7 +157,7 @@ describe("streamEvents, live", () => {
     for (const message of garbage) {
       seq++;
       await stored(taskId, [seq]);
-      await redis.publish(keys.eventsChannel(taskId), message);
+      await redis.spublish(keys.eventsChannel(taskId), message);
       // Nothing follows it: only a catch-up read can bring this event.
       seen.push(...(await next(stream, 1)));
       // A good event after the garbage, announced as usual.
@@ -167,7 +167,7 @@ describe("streamEvents, live", () => {
       seen.push(...(await next(stream, 1)));
     }
     // Garbage that replaces nothing: the reader skips it and carries on.
-    await redis.publish(keys.eventsChannel(taskId), "{not json");
+    await redis.spublish(keys.eventsChannel(taskId), "{not json");
     await finished(taskId, seq + 1);
     seen.push(...(await next(stream, 100)));
     expect(seen).toEqual(Array.from({ length: seq + 1 }, (_, i) => i + 1));
@@ -179,7 +179,7 @@ describe("streamEvents, live", () => {
     const stream = streamEvents(source, taskId);
     expect(await next(stream, 1)).toEqual([1]);
     await redis.del(keys.task(taskId));
-    await redis.publish(keys.statusChannel("q"), "garbled");
+    await redis.spublish(keys.statusChannel("q"), "garbled");
     expect(await stream.next()).toEqual({ done: true, value: undefined });
   });
 
@@ -193,10 +193,10 @@ describe("streamEvents, live", () => {
     const taskId = await runningTask();
     const stream = streamEvents(source, taskId);
     expect(await next(stream, 1)).toEqual([1]);
-    expect((await redis.pubsub("NUMSUB", keys.eventsChannel(taskId)))[1]).toBe(1);
+    expect(await shardSubscribers(redis, keys.eventsChannel(taskId))).toBe(1);
     await finished(taskId, 2);
     expect(await next(stream, 2)).toEqual([2]);
-    expect((await redis.pubsub("NUMSUB", keys.eventsChannel(taskId)))[1]).toBe(0);
-    await waitFor(async () => (await redis.pubsub("NUMSUB", keys.statusChannel("q")))[1] === 0, { what: "the status watch to end" });
+    expect(await shardSubscribers(redis, keys.eventsChannel(taskId))).toBe(0);
+    await waitFor(async () => (await shardSubscribers(redis, keys.statusChannel("q"))) === 0, { what: "the status watch to end" });
   });
 });

@@ -1,4 +1,5 @@
 import type { Keys } from "@flotilla/core";
+import { pipelineBySlot } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
 
 /** Other packages read record fields only through these (and TaskStore's get / getMany). */
@@ -28,9 +29,11 @@ export async function readRunning(
 export async function readCancelRequests(redis: Redis, keys: Keys, taskIds: readonly string[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   if (taskIds.length === 0) return out;
-  const pipeline = redis.pipeline();
-  for (const id of taskIds) pipeline.hmget(keys.task(id), "cancelRequestedAt", "cancelReason");
-  const replies = (await pipeline.exec()) ?? [];
+  const replies = await pipelineBySlot(
+    redis,
+    taskIds.map((id) => keys.task(id)),
+    (pipeline, key) => pipeline.hmget(key, "cancelRequestedAt", "cancelReason"),
+  );
   replies.forEach(([err, value], i) => {
     if (err) throw err;
     const [at, reason] = (value ?? []) as Array<string | null>;

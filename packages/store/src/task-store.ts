@@ -11,6 +11,7 @@ import {
   type TaskStatus,
   ValidationError,
 } from "@flotilla/core";
+import { pipelineBySlot } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
 import { type ListTasksOptions, listTasks, type TaskPage } from "./listing.ts";
 import { PUBLIC_FIELDS, recordFromValues, type TaskResult } from "./record.ts";
@@ -154,9 +155,11 @@ export class TaskStore {
 
   async getMany(taskIds: readonly string[]): Promise<Array<TaskResult | undefined>> {
     if (taskIds.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const id of taskIds) pipeline.hmget(this.keys.task(id), ...PUBLIC_FIELDS);
-    const replies = (await pipeline.exec()) ?? [];
+    const replies = await pipelineBySlot(
+      this.redis,
+      taskIds.map((id) => this.keys.task(id)),
+      (pipeline, key) => pipeline.hmget(key, ...PUBLIC_FIELDS),
+    );
     return replies.map(([err, values], i) => {
       if (err) notAHash(err);
       return recordFromValues(values as Array<string | null>, taskIds[i]!);

@@ -1,6 +1,6 @@
 import { createKeys, DEFAULT_RETENTION } from "@flotilla/core";
 import { openRedis, SubscriberHub } from "@flotilla/core/redis";
-import { purgePrefix, redisUrl, startRedisServer, testPrefix, testRedis } from "@flotilla/testing";
+import { purgePrefix, startRedisServer, testConnection, testPrefix, testRedis } from "@flotilla/testing";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { readTaskLog, readTaskLogPage, subscribeStatus, subscribeTaskEvents, TaskEventLog } from "../src/event-log.ts";
@@ -11,7 +11,7 @@ const redis = testRedis();
 const prefix = testPrefix("event-log");
 const keys = createKeys(prefix);
 const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
-const hub = new SubscriberHub(openRedis(redisUrl(), "subscriber"));
+const hub = new SubscriberHub(openRedis(testConnection(), "subscriber"));
 afterAll(async () => {
   await hub.close();
   await purgePrefix(redis, prefix);
@@ -113,8 +113,8 @@ describe("subscriptions", () => {
   it("hear the status channel of a queue", async () => {
     const heard: string[] = [];
     const unsubscribe = await subscribeStatus(hub, keys, "el-status", (message) => heard.push(message));
-    await redis.publish(keys.statusChannel("el-status"), "[1]");
-    await redis.publish(keys.statusChannel("el-other"), "[2]"); // another queue
+    await redis.spublish(keys.statusChannel("el-status"), "[1]");
+    await redis.spublish(keys.statusChannel("el-other"), "[2]"); // another queue
     await vi.waitFor(() => expect(heard).toEqual(["[1]"]));
     await unsubscribe();
   });

@@ -85,7 +85,12 @@ describe("ownership of keys and fields", () => {
   });
 
   it("the cancel package's Lua only announces, on the cancel channel", () => {
-    expect(luaCalls.filter((c) => c.pkg === "cancel").map((c) => c.cmd)).toEqual(["PUBLISH"]);
+    expect(luaCalls.filter((c) => c.pkg === "cancel").map((c) => c.cmd)).toEqual(["SPUBLISH"]);
+  });
+
+  it("every message a script publishes is sharded (SPUBLISH, on a channel in its queue's slot), never broadcast to a whole cluster", () => {
+    expect(luaCalls.filter((c) => c.cmd === "PUBLISH")).toEqual([]);
+    expect(luaCalls.filter((c) => c.cmd === "SPUBLISH").length).toBeGreaterThanOrEqual(3);
   });
 
   it("the store's Lua names no record field that RECORD_FIELDS does not list", () => {

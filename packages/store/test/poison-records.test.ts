@@ -3,23 +3,24 @@
 // own call) while the good ones proceed, and no entry stays pending.
 import { Broker } from "@flotilla/broker";
 import { CONSUMER_GROUP, createKeys, DEFAULT_RETENTION, type Priority } from "@flotilla/core";
-import { purgePrefix, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { openRedis } from "@flotilla/core/redis";
+import { purgePrefix, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TaskEventLog } from "../src/event-log.ts";
 import type { StartReply } from "../src/replies.ts";
 import { newTask, TestTaskStore } from "../src/testing.ts";
 
 const redis = testRedis();
-const sub = testRedis();
+// A subscriber connection as Flotilla opens one (sharded subscribers on a cluster run).
+const sub = openRedis(testConnection(), "subscriber").redis;
 const prefix = testPrefix("poison-records");
 const keys = createKeys(prefix);
 const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
 const broker = new Broker(redis, keys);
 /** Status events published, by task id. */
 const published = new Map<string, Array<Record<string, unknown>>>();
-beforeAll(async () => {
-  await sub.psubscribe(`${prefix}:status:*`);
-  sub.on("pmessage", (_p, _c, message: string) => {
+beforeAll(() => {
+  sub.on("smessage", (_channel: string, message: string) => {
     for (const e of JSON.parse(message) as Array<Record<string, unknown>>) {
       published.set(String(e.taskId), [...(published.get(String(e.taskId)) ?? []), e]);
     }
@@ -60,6 +61,8 @@ let n = 0;
 
 /** Four good tasks and a bad one in the middle of the same lane: returns their names. */
 async function batchWithPoison(queue: string, poison: Poison): Promise<{ good: string[]; bad: string }> {
+  // Status channels are sharded (one per queue, in its slot): listen to this queue's.
+  await sub.ssubscribe(keys.statusChannel(queue));
   n++;
   const good = [`g${n}a`, `g${n}b`, `g${n}c`, `g${n}d`];
   await broker.ensureGroup(queue);

@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { Agent, defineTool, Swarm } from "@flotilla/agent";
 import { type AgentLike, FlotillaClient, type FlotillaEvent, type SubmitOptions, type TaskHandle } from "@flotilla/client";
-import { collect, purgePrefix, redisUrl, startTemporalServer, type TemporalServer, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { collect, purgePrefix, startTemporalServer, type TemporalServer, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { useTemporalBinary } from "@flotilla/testing/vitest";
 import { Worker as FlotillaWorker } from "@flotilla/worker";
 import { Client, Connection } from "@temporalio/client";
@@ -107,16 +107,16 @@ describe("Temporal mode and Redis mode side by side (real Redis, real Temporal d
       connection: nativeConnection,
       taskQueue,
       workflowBundle,
-      redis: redisUrl(),
+      redis: testConnection(),
       prefix: temporalMode.prefix,
       tools: toolsOf(temporalMode.prefix),
     });
     serving = temporalWorker.run();
     const temporal = new Client({ connection });
     for (const mode of [redisMode, temporalMode]) {
-      mode.client = new FlotillaClient({ redis: redisUrl(), prefix: mode.prefix });
+      mode.client = new FlotillaClient({ redis: testConnection(), prefix: mode.prefix });
       const worker = new FlotillaWorker({
-        redis: redisUrl(),
+        redis: testConnection(),
         prefix: mode.prefix,
         queues: [queue],
         blockMs: 500,

@@ -8,10 +8,10 @@ import {
   type FaultProxy,
   freePort,
   purgePrefix,
-  redisUrl,
   startFaultProxy,
   startTemporalServer,
   type TemporalServer,
+  testConnection,
   testPrefix,
   testRedis,
   waitFor,
@@ -86,7 +86,7 @@ describe("Temporal mode: an activity cut off from the server stops itself (real 
   const activityWorker = async (name: string, address: string): Promise<Running> => {
     const connection = await NativeConnection.connect({ address });
     natives.push(connection);
-    const activities = createActivities({ redis: redisUrl(), prefix, tools: [workTool(name)] });
+    const activities = createActivities({ redis: testConnection(), prefix, tools: [workTool(name)] });
     const worker = await Worker.create({ connection, taskQueue, activities: activities.activities, maxConcurrentActivityTaskExecutions: 1 });
     const running = worker.run().finally(() => activities.close());
     workers.push({ worker, running });

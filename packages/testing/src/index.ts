@@ -1,7 +1,17 @@
 // @flotilla/testing: test Flotilla agents and workers against a real Redis.
 export { echo, scripted } from "./agents.ts";
 export { collect } from "./collect.ts";
-export { redisUrl, testRedis } from "./connection.ts";
+export {
+  onCluster,
+  redisFromEnv,
+  redisUrl,
+  shardSubscribers,
+  TEST_CLUSTER_ENV,
+  testClusterNodes,
+  testConnection,
+  testRedis,
+  testRedisEnv,
+} from "./connection.ts";
 export { TestServerError } from "./errors.ts";
 export { type FaultProxy, startFaultProxy } from "./fault-proxy.ts";
 export { type OpenAIReply, type OpenAIServer, type RecordedRequest, startOpenAIServer } from "./openai-server.ts";
@@ -9,6 +19,7 @@ export { freePort } from "./ports.ts";
 export { testPrefix } from "./prefix.ts";
 export { purgePrefix, scanPrefix } from "./purge.ts";
 export { type LoggedLine, recordingLogger } from "./recording-logger.ts";
+export { type ClusterNodeAddress, type RedisClusterOptions, startRedisCluster, type TestRedisCluster } from "./redis-cluster.ts";
 export { type RedisServerOptions, startRedisServer, type TestRedisServer } from "./redis-server.ts";
 export {
   NO_TEMPORAL_NOTE,

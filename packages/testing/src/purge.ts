@@ -1,4 +1,5 @@
 import { ValidationError } from "@flotilla/core";
+import { everyMaster, isCluster } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
 
 /** SCAN MATCH pattern for the keys under `prefix`, its glob characters escaped so they match only themselves. */
@@ -8,16 +9,20 @@ export function prefixPattern(prefix: string): string {
 
 /**
  * Every key under `prefix` (`<prefix>:…`, which is where every Flotilla key lives), one SCAN batch
- * at a time. Keys written during the scan may or may not be seen, as with any SCAN.
+ * at a time (on a cluster, master by master). Keys written during the scan may or may not be seen,
+ * as with any SCAN.
  */
 export async function* scanPrefix(redis: Redis, prefix: string, count = 1000): AsyncGenerator<string[], void, undefined> {
   if (!prefix) throw ValidationError.of("scanPrefix", "prefix", "must not be empty");
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", prefixPattern(prefix), "COUNT", count);
-    cursor = next;
-    if (keys.length) yield keys;
-  } while (cursor !== "0");
+  if (isCluster(redis) && redis.status !== "ready") await redis.ping();
+  for (const node of everyMaster(redis)) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await node.scan(cursor, "MATCH", prefixPattern(prefix), "COUNT", count);
+      cursor = next;
+      if (keys.length) yield keys;
+    } while (cursor !== "0");
+  }
 }
 
 /**
@@ -27,6 +32,11 @@ export async function* scanPrefix(redis: Redis, prefix: string, count = 1000): A
  */
 export async function purgePrefix(redis: Redis, prefix: string): Promise<number> {
   let removed = 0;
-  for await (const keys of scanPrefix(redis, prefix)) removed += await redis.unlink(...keys);
+  const cluster = isCluster(redis);
+  for await (const keys of scanPrefix(redis, prefix)) {
+    // A cluster refuses one UNLINK of keys in several slots: one call per key, batched by ioredis.
+    if (cluster) removed += (await Promise.all(keys.map((k) => redis.unlink(k)))).reduce((a, b) => a + b, 0);
+    else removed += await redis.unlink(...keys);
+  }
   return removed;
 }

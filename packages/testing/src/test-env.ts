@@ -1,18 +1,19 @@
 import { TestBroker } from "@flotilla/broker/testing";
 import { type AgentLike, type ClientOptions, FlotillaClient, type SubmitOptions } from "@flotilla/client";
 import { createKeys, DEFAULT_RETENTION, ErrorCodes, type JsonValue, type Keys, LifecycleError, splitTaskId, type TaskStatus } from "@flotilla/core";
+import type { RedisConnection } from "@flotilla/core/redis";
 import { type FlotillaEvent, readEvents } from "@flotilla/events";
 import type { TaskResult } from "@flotilla/store";
 import { TestTaskStore } from "@flotilla/store/testing";
 import { Worker, type WorkerOptions } from "@flotilla/worker";
 import type { Redis } from "ioredis";
-import { redisUrl, testRedis } from "./connection.ts";
+import { redisUrl, testConnection, testRedis } from "./connection.ts";
 import { testPrefix } from "./prefix.ts";
 import { purgePrefix } from "./purge.ts";
 import { waitFor } from "./wait-for.ts";
 
 export interface TestEnvOptions {
-  /** The Redis to run on. @default redisUrl() (REDIS_URL or redis://127.0.0.1:6379) */
+  /** The Redis to run on (a URL). @default the suite's: testConnection() (its cluster on a cluster run, else REDIS_URL or redis://127.0.0.1:6379) */
   redis?: string;
   /** The key prefix; `close()` deletes every key under it. @default testPrefix(name), unique per env */
   prefix?: string;
@@ -33,8 +34,10 @@ const TERMINAL: readonly TaskStatus[] = ["COMPLETED", "FAILED", "CANCELLED"];
 /** Real Redis under a prefix of its own, with clients and workers on it, removed by `close()`. */
 export interface TestEnv {
   readonly prefix: string;
-  /** The Redis URL the env's clients and workers use. */
+  /** The Redis URL of the env (on a cluster run: one node's; spawned processes take `testRedisEnv()`). */
   readonly url: string;
+  /** What the env's clients and workers connect with: `redis` when given, else testConnection(). */
+  readonly connection: RedisConnection;
   /** Every key of the prefix (`createKeys(prefix)`). */
   readonly keys: Keys;
   /** An admin connection for a test's own reads and writes. */
@@ -70,9 +73,10 @@ export interface TestEnv {
 /** Sets up a test environment on real Redis; framework-agnostic: call `close()` when done. */
 export function createTestEnv(name: string, options: TestEnvOptions = {}): TestEnv {
   const url = options.redis ?? redisUrl();
+  const connection = options.redis ?? testConnection();
   const prefix = options.prefix ?? testPrefix(name);
   const keys = createKeys(prefix);
-  const redis = testRedis(url);
+  const redis = testRedis(options.redis);
   const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
   const broker = new TestBroker(redis, keys);
   const workers: Worker[] = [];
@@ -86,7 +90,7 @@ export function createTestEnv(name: string, options: TestEnvOptions = {}): TestE
 
   const client = (clientOptions: ClientOptions = {}): FlotillaClient => {
     assertOpen();
-    const c = new FlotillaClient({ redis: url, prefix, ...clientOptions });
+    const c = new FlotillaClient({ redis: connection, prefix, ...clientOptions });
     clients.push(c);
     return c;
   };
@@ -100,6 +104,7 @@ export function createTestEnv(name: string, options: TestEnvOptions = {}): TestE
   return {
     prefix,
     url,
+    connection,
     keys,
     redis,
     store,
@@ -110,7 +115,7 @@ export function createTestEnv(name: string, options: TestEnvOptions = {}): TestE
     client,
     async worker(workerOptions = {}) {
       assertOpen();
-      const w = new Worker({ redis: url, prefix, ...TEST_WORKER_DEFAULTS, ...workerOptions });
+      const w = new Worker({ redis: connection, prefix, ...TEST_WORKER_DEFAULTS, ...workerOptions });
       workers.push(w);
       try {
         await w.start();

@@ -1,9 +1,9 @@
 import net from "node:net";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FaultProxy, purgePrefix, redisUrl, startFaultProxy, testPrefix, testRedis } from "../src/index.ts";
+import { type FaultProxy, onCluster, purgePrefix, redisUrl, startFaultProxy, testPrefix, testRedis } from "../src/index.ts";
 
-describe("the fault proxy", () => {
+describe.skipIf(onCluster())("the fault proxy", () => {
   const prefix = testPrefix("fault-proxy");
   const admin = testRedis();
   let proxy: FaultProxy;

@@ -1,4 +1,4 @@
-import type { OwnedRedis } from "@flotilla/core/redis";
+import { isCluster, type OwnedRedis } from "@flotilla/core/redis";
 
 /** How long `end()` tries UNBLOCK before it closes the blocking connection under the read. */
 const END_UNBLOCK_MS = 1000;
@@ -20,12 +20,19 @@ export class BlockedRead {
 
   /** Learns the blocking connection's client id now and after each reconnect. */
   async track(): Promise<void> {
+    // A cluster's blocked read sits on whichever node serves its slot: `end()` closes it instead.
+    if (isCluster(this.blocking.redis)) return;
     await this.learnId();
     this.blocking.redis.on("ready", () => void this.learnId());
   }
 
   /** Unblocks the read until `done` (the claim loop's end) resolves. */
   async end(done: Promise<void> | undefined): Promise<void> {
+    if (isCluster(this.blocking.redis)) {
+      // A cluster's read blocks at most CLUSTER_BLOCK_MS (see the broker): wait for it to return.
+      await done;
+      return;
+    }
     // The blocking read may not have reached Redis yet when the first UNBLOCK does: repeat until the loop ends.
     const unblock = () => {
       if (this.clientId !== undefined) void this.command.redis.client("UNBLOCK", this.clientId).catch(() => {});

@@ -22,7 +22,7 @@ import type { Executor } from "./executor.ts";
 import { WorkerOptionsSchema } from "./options-schema.ts";
 
 export interface WorkerOptions {
-  /** Redis URL, ioredis options or instance. @default process.env.REDIS_URL ?? "redis://127.0.0.1:6379" */
+  /** Redis URL, ioredis options or client, a Redis Cluster (`{ cluster: ["host:port", …] }` or an ioredis Cluster). @default the cluster REDIS_CLUSTER_NODES names, else process.env.REDIS_URL ?? "redis://127.0.0.1:6379" */
   redis?: RedisConnection;
   /** Key prefix shared with the clients. @default "flotilla" */
   prefix?: string;

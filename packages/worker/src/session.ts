@@ -181,7 +181,7 @@ export class WorkerSession {
     const session = new WorkerSession(options, conn, blocking, hub, listener);
     session.link.start();
     for (const queue of options.queues) await session.broker.ensureGroup(queue);
-    await session.cancels.start();
+    await session.cancels.start(options.queues);
     await session.heartbeat.start();
     session.leases.start();
     await session.scheduler.start();

@@ -4,7 +4,7 @@ import { CONSUMER_GROUP, createKeys, DEFAULT_RETENTION, type Logger, type Priori
 import { closeRedis, type OwnedRedis, openRedis } from "@flotilla/core/redis";
 import type { StartReply, TaskStore } from "@flotilla/store";
 import { newTask, TestTaskStore } from "@flotilla/store/testing";
-import { type LoggedLine, purgePrefix, recordingLogger, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { type LoggedLine, purgePrefix, recordingLogger, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { ClaimScheduler, type SchedulerOptions } from "../src/claim-scheduler.ts";
 import { InFlight } from "../src/in-flight.ts";
@@ -44,8 +44,8 @@ async function scheduler(
   usingStore: TaskStore = store,
 ) {
   for (const q of options.queues) await broker.ensureGroup(q);
-  const blocking = openRedis(redisUrl(), "blocking");
-  const command = openRedis(redisUrl(), "command");
+  const blocking = openRedis(testConnection(), "blocking");
+  const command = openRedis(testConnection(), "command");
   opened.push(blocking, command);
   const claimed: Claimed[] = [];
   const errors: unknown[] = [];

@@ -1,4 +1,4 @@
-import { type FaultProxy, recordingLogger, redisUrl, startFaultProxy, testRedis, waitFor } from "@flotilla/testing";
+import { type FaultProxy, onCluster, recordingLogger, redisUrl, startFaultProxy, testRedis, waitFor } from "@flotilla/testing";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { Readiness } from "../src/readiness.ts";
@@ -29,7 +29,7 @@ async function setup(probe = { probeIntervalMs: 50, probeTimeoutMs: 200 }) {
   return { readiness, lines, link };
 }
 
-describe("RedisLink", () => {
+describe.skipIf(onCluster())("RedisLink", () => {
   it("goes down when Redis stops answering with the connection open (a partition), and up at the next answer", async () => {
     const { readiness, link } = await setup();
     expect(link.up).toBe(true);

@@ -1,6 +1,6 @@
 import { scripts as brokerScripts } from "@flotilla/broker/testing";
 import { scripts } from "@flotilla/store/testing";
-import { redisUrl, scripted, startFaultProxy, waitFor } from "@flotilla/testing";
+import { onCluster, redisUrl, scripted, startFaultProxy, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
 
@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 // claimed) as they go over the wire: EVAL <source> the first time, EVALSHA <sha1> after.
 const startRequest = [scripts.claim, scripts.start].flatMap((script) => [script.sha, script.lua.slice(0, 80)]);
 
-describe("a reply lost to a dropped connection", () => {
+describe.skipIf(onCluster())("a reply lost to a dropped connection", () => {
   const h = useFlotilla("replay");
 
   it("does not strand a task whose start ran but whose reply was lost: the resent start gets the same attempt", async () => {

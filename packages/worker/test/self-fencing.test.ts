@@ -6,7 +6,7 @@ import { defineTool } from "@flotilla/agent";
 import { ErrorCodes } from "@flotilla/core";
 import type { FlotillaEvent } from "@flotilla/events";
 import { FlotillaMetrics, METRICS } from "@flotilla/metrics";
-import { type FaultProxy, redisUrl, scripted, startFaultProxy, waitFor } from "@flotilla/testing";
+import { type FaultProxy, onCluster, redisUrl, scripted, startFaultProxy, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -50,7 +50,7 @@ function staleEvents(events: FlotillaEvent[], attempt: number): FlotillaEvent[] 
   return events.slice(firstLater).filter((e) => (e as { attempt?: number }).attempt === attempt);
 }
 
-describe("self-fencing", () => {
+describe.skipIf(onCluster())("self-fencing", () => {
   const h = useFlotilla("self-fencing");
   let proxy: FaultProxy | undefined;
   const proxies: FaultProxy[] = [];

@@ -1,5 +1,5 @@
 import { ErrorCodes, type Logger } from "@flotilla/core";
-import { purgePrefix, recordingLogger, redisUrl, scripted, startRedisServer, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { purgePrefix, recordingLogger, scripted, startRedisServer, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
@@ -57,7 +57,7 @@ describe("a worker's connections", () => {
   it("is not ready before it started (starting, since it was made) nor once stop() was called (stopping, since then)", async () => {
     const prefix = testPrefix("session-ready");
     const made = Date.now();
-    const w = new Worker({ redis: redisUrl(), prefix, queues: ["r"] });
+    const w = new Worker({ redis: testConnection(), prefix, queues: ["r"] });
     expect(w.ready).toBe(false);
     const starting = w.readiness;
     expect(starting).toEqual({ ready: false, reasons: [{ reason: "starting", detail: "start() has not finished", since: expect.any(Number) }] });

@@ -1,7 +1,8 @@
-import { Redis, type RedisOptions } from "ioredis";
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
 import { type ExponentialBackoff, exponentialDelay } from "../backoff.ts";
 import { DEFAULTS } from "../defaults.ts";
 import { ConnectionError, FlotillaError, isRedisFull, RedisFullError } from "../errors.ts";
+import { asCluster, type ClusterConnection, clusterNodesFromEnv, isClusterConnection, seedNodes } from "./cluster.ts";
 
 /**
  * An ioredis client from any copy of ioredis 5 or 6, told apart from options by what it has, not by
@@ -16,10 +17,11 @@ export interface RedisClientLike {
 }
 
 /**
- * How to reach Redis: a URL, ioredis options, or an existing ioredis client (never closed by us),
- * from ioredis 5 or 6. Unset: `REDIS_URL` from the environment, else redis://127.0.0.1:6379.
+ * How to reach Redis: a URL, ioredis options, an existing ioredis client or Cluster (never closed by
+ * us, from ioredis 5 or 6), or a Redis Cluster's seed nodes (`{ cluster: ["host:port", …] }`).
+ * Unset: the cluster `REDIS_CLUSTER_NODES` names, else `REDIS_URL`, else redis://127.0.0.1:6379.
  */
-export type RedisConnection = string | RedisOptions | Redis | RedisClientLike;
+export type RedisConnection = string | RedisOptions | Redis | Cluster | RedisClientLike | ClusterConnection;
 
 export type ConnectionRole = "command" | "blocking" | "subscriber";
 
@@ -46,6 +48,11 @@ export interface OwnedRedis {
 /**
  * Opens a connection for one role. Blocking and subscriber roles always get their own socket,
  * because a blocked or subscribed connection cannot serve other commands.
+ *
+ * A Redis Cluster comes back as an ioredis Cluster typed as `Redis`: every command Flotilla sends
+ * names keys of one slot (scripts, pipelines of one queue or task), which a Cluster routes like a
+ * single Redis would answer it. The few questions about the whole data set (INFO, SCAN) go to
+ * `everyMaster()`; a cluster's subscriber uses sharded Pub/Sub, one connection per master.
  */
 export function openRedis(conn: RedisConnection | undefined, role: ConnectionRole, policy: ConnectionPolicy = {}): OwnedRedis {
   const failFast = policy.failFast ?? false;
@@ -57,6 +64,11 @@ export function openRedis(conn: RedisConnection | undefined, role: ConnectionRol
     enableReadyCheck: true,
     connectionName: `flotilla:${role}`,
   };
+  const envNodes = conn === undefined ? clusterNodesFromEnv() : undefined;
+  if (envNodes) return openCluster({ cluster: envNodes }, role, tuned, failFast);
+  const lentCluster = asCluster(conn);
+  if (lentCluster) return openCluster(lentCluster, role, tuned, failFast);
+  if (isClusterConnection(conn)) return openCluster(conn, role, tuned, failFast);
   let redis: Redis;
   if (isRedisClient(conn)) {
     // A client of another ioredis copy answers the calls we make the same way (RESP2 shapes under ioredis 6's default mapping).
@@ -70,6 +82,35 @@ export function openRedis(conn: RedisConnection | undefined, role: ConnectionRol
   }
   if (failFast) boundReady(redis, tuned.connectTimeout ?? 5000);
   return { redis, owned: true };
+}
+
+/** A Cluster for one role, from seed nodes or a lent Cluster (used as it is for commands, never closed). */
+function openCluster(conn: ClusterConnection | Cluster, role: ConnectionRole, tuned: RedisOptions, failFast: boolean): OwnedRedis {
+  const shardedSubscribers = role === "subscriber";
+  if (conn instanceof Cluster || !isClusterConnection(conn)) {
+    if (role === "command") return { redis: conn as unknown as Redis, owned: false };
+    return { redis: conn.duplicate(undefined, { shardedSubscribers }) as unknown as Redis, owned: true };
+  }
+  const given: ClusterOptions = conn.options ?? {};
+  const options: ClusterOptions = {
+    enableReadyCheck: true,
+    // Keep trying the whole cluster as a single Redis is kept trying; clients give up after a few.
+    clusterRetryStrategy: (times) => (failFast && times > 3 ? null : exponentialDelay(RECONNECT_BACKOFF, times)),
+    // A failover moves slots for a second or two: wait it out rather than fail the command.
+    retryDelayOnClusterDown: 200,
+    retryDelayOnFailover: 200,
+    retryDelayOnTryAgain: 200,
+    ...given,
+    shardedSubscribers,
+    redisOptions: { ...withoutRetryStrategy(tuned), ...given.redisOptions },
+  };
+  return { redis: new Cluster(seedNodes(conn), options) as unknown as Redis, owned: true };
+}
+
+/** A cluster's node connections reconnect by the cluster's own strategy, not a single Redis's. */
+function withoutRetryStrategy(options: RedisOptions): ClusterOptions["redisOptions"] {
+  const { retryStrategy: _unused, ...rest } = options;
+  return rest;
 }
 
 /**
@@ -114,6 +155,11 @@ export async function closeRedis(conn: OwnedRedis | undefined): Promise<void> {
 }
 
 export function describeRedis(redis: Redis): string {
+  const cluster = asCluster(redis);
+  if (cluster) {
+    const nodes = cluster.nodes("master").map((n) => `${n.options.host ?? "127.0.0.1"}:${n.options.port ?? 6379}`);
+    return nodes.length ? `the cluster of ${nodes.join(",")}` : "the cluster";
+  }
   const o = redis.options;
   return o.path ? o.path : `${o.host ?? "127.0.0.1"}:${o.port ?? 6379}`;
 }

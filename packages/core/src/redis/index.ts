@@ -3,6 +3,18 @@
 
 export { redisTime } from "./clock.ts";
 export {
+  asCluster,
+  CLUSTER_NODES_ENV,
+  type ClusterConnection,
+  clusterNodesFromEnv,
+  everyMaster,
+  isCluster,
+  isClusterConnection,
+  keySlot,
+  parseNodeList,
+  pipelineBySlot,
+} from "./cluster.ts";
+export {
   type ConnectionPolicy,
   type ConnectionRole,
   closeRedis,

@@ -1,5 +1,6 @@
 // What Redis says of its memory: how much it uses, and the `maxmemory` it refuses writes beyond.
 import type { Redis } from "ioredis";
+import { everyMaster } from "./cluster.ts";
 
 export interface RedisMemory {
   /** `used_memory`: bytes Redis has allocated. */
@@ -18,10 +19,18 @@ export function parseMemoryInfo(info: string): RedisMemory {
   return { usedBytes: field(info, "used_memory"), maxBytes: field(info, "maxmemory") };
 }
 
-/** Asks Redis for its memory (`INFO memory`: one command, answered as a PING is, even when Redis is full). */
+/**
+ * Asks Redis for its memory (`INFO memory`: one command, answered as a PING is, even when Redis is
+ * full). On a cluster, every master is asked and the fullest answers: a write to its slots is the
+ * first to be refused.
+ */
 export async function readRedisMemory(redis: Redis): Promise<RedisMemory> {
-  return parseMemoryInfo(await redis.info("memory"));
+  const all = await Promise.all(everyMaster(redis).map(async (node) => parseMemoryInfo(await node.info("memory"))));
+  return all.reduce((a, b) => (fullness(b) > fullness(a) ? b : a));
 }
+
+/** How near its limit a node is (0..1), or, with no limit, a tiny share of its bytes so the largest wins. */
+const fullness = (m: RedisMemory): number => (m.maxBytes > 0 ? m.usedBytes / m.maxBytes : m.usedBytes / Number.MAX_SAFE_INTEGER);
 
 /**
  * Whether Redis would refuse a write that grows memory now (noeviction): a limit is set and used

@@ -2,6 +2,7 @@ import type { Redis } from "ioredis";
 import { exponentialDelay } from "../backoff.ts";
 import { sleep } from "../ids.ts";
 import { type Logger, silentLogger } from "../logger.ts";
+import { asCluster } from "./cluster.ts";
 import { closeRedis, type OwnedRedis, RECONNECT_BACKOFF, whenReady } from "./connection.ts";
 
 export type MessageListener = (message: string, channel: string) => void;
@@ -19,7 +20,12 @@ export interface SubscriberHubOptions {
  * After a reconnect it re-subscribes itself and only then tells `onReconnect` listeners, so a
  * listener that catches up from a stream cannot miss a message published in between.
  *
- * SUBSCRIBE is only sent once the connection is ready: sent earlier, it can overtake ioredis's
+ * Channels are sharded (SSUBSCRIBE, Redis 7): every Flotilla channel carries its queue's hash tag,
+ * so on a cluster a message goes only to the node serving that slot and the subscriber keeps one
+ * connection per master (ioredis's sharded subscribers), instead of every node relaying every
+ * message. On a single Redis sharded channels behave as plain ones.
+ *
+ * SSUBSCRIBE is only sent once the connection is ready: sent earlier, it can overtake ioredis's
  * ready check (INFO), which Redis then refuses on a subscribed connection, dropping it.
  */
 export class SubscriberHub {
@@ -40,17 +46,23 @@ export class SubscriberHub {
     this.readyTimeoutMs = options.readyTimeoutMs ?? 10_000;
     this.log = options.logger ?? silentLogger;
     const redis = conn.redis;
-    // We re-subscribe ourselves so we know when it is done.
-    redis.options.autoResubscribe = false;
-    redis.on("message", (channel: string, message: string) => this.dispatch(channel, message));
-    redis.on("close", () => {
-      this.lost = true;
-    });
-    redis.on("ready", () => {
-      if (!this.lost) return;
-      this.lost = false;
-      void this.resubscribe();
-    });
+    redis.on("smessage", (channel: string, message: string) => this.dispatch(channel, message));
+    if (asCluster(redis)) {
+      // A cluster's sharded subscribers subscribe again by themselves after a node was lost or the
+      // slots moved, and then say so: only then may listeners catch up.
+      redis.on("subscribersReady", () => this.caughtUp());
+    } else {
+      // We re-subscribe ourselves so we know when it is done.
+      redis.options.autoResubscribe = false;
+      redis.on("close", () => {
+        this.lost = true;
+      });
+      redis.on("ready", () => {
+        if (!this.lost) return;
+        this.lost = false;
+        void this.resubscribe();
+      });
+    }
     redis.on("error", () => {
       // Reconnects are handled by ioredis; errors surface to callers through their commands.
     });
@@ -69,7 +81,7 @@ export class SubscriberHub {
       const redis = this.conn.redis;
       this.ready.set(
         channel,
-        this.connected().then(() => redis.subscribe(channel)),
+        this.connected().then(() => redis.ssubscribe(channel)),
       );
     }
     set.add(listener);
@@ -87,7 +99,7 @@ export class SubscriberHub {
       set.delete(listener);
       if (set.size === 0 && this.listeners.get(channel) === set) {
         this.forget(channel, set);
-        if (!this.closed) await this.conn.redis.unsubscribe(channel).catch(() => {});
+        if (!this.closed) await this.conn.redis.sunsubscribe(channel).catch(() => {});
       }
     };
   }
@@ -142,7 +154,7 @@ export class SubscriberHub {
     for (let tries = 1; ; tries++) {
       const channels = [...this.listeners.keys()];
       try {
-        if (channels.length) await this.conn.redis.subscribe(...channels);
+        if (channels.length) await this.conn.redis.ssubscribe(...channels);
         break;
       } catch (err) {
         if (this.closed || this.lost) return; // closed, or another reconnect will resubscribe
@@ -150,6 +162,11 @@ export class SubscriberHub {
         await sleep(exponentialDelay(RECONNECT_BACKOFF, tries));
       }
     }
+    this.caughtUp();
+  }
+
+  /** Tells the reconnect listeners that every channel is subscribed again. */
+  private caughtUp(): void {
     for (const listener of [...this.reconnectListeners]) {
       try {
         listener();

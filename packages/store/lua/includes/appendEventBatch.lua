@@ -13,6 +13,6 @@ local function appendEventBatch(stream, channel, bodies, firstSeq, maxLen, ttlMs
   local text = '[' .. table.concat(out, ',') .. ']'
   redis.call('XADD', stream, 'MINID', '~', '0-' .. math.max(0, last - tonumber(maxLen)), '0-' .. last, 'e', text)
   redis.call('PEXPIRE', stream, ttlMs)
-  redis.call('PUBLISH', channel, text)
+  redis.call('SPUBLISH', channel, text)
   return last
 end

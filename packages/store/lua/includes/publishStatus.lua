@@ -2,6 +2,6 @@
 -- array, however many tasks the call touched.
 local function publishStatus(batch, channel)
   if #batch.status > 0 then
-    redis.call('PUBLISH', channel, '[' .. table.concat(batch.status, ',') .. ']')
+    redis.call('SPUBLISH', channel, '[' .. table.concat(batch.status, ',') .. ']')
   end
 end
