@@ -73,7 +73,7 @@ export class Broker {
    */
   async block(blocking: Redis, consumer: string, queues: readonly string[], count: number, blockMs: number): Promise<RawEntry[]> {
     if (isCluster(blocking)) {
-      const bySlot = this.queuesBySlot(queues);
+      const bySlot = [...Map.groupBy(queues, (queue) => keySlot(this.keys.queue(queue))).values()];
       queues = bySlot[this.blockTurn++ % bySlot.length]!;
       blockMs = Math.min(blockMs, bySlot.length > 1 ? MULTI_SLOT_BLOCK_MS : CLUSTER_BLOCK_MS);
     }
@@ -91,16 +91,6 @@ export class Broker {
       ...lanes.map(() => ">"),
     )) as StreamReply;
     return this.toEntries(reply, lanes);
-  }
-
-  /** `queues` grouped by the cluster slot their keys live in, in the order first seen. */
-  private queuesBySlot(queues: readonly string[]): string[][] {
-    const groups = new Map<number, string[]>();
-    for (const queue of queues) {
-      const slot = keySlot(this.keys.queue(queue));
-      groups.set(slot, [...(groups.get(slot) ?? []), queue]);
-    }
-    return [...groups.values()];
   }
 
   /**

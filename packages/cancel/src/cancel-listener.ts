@@ -21,8 +21,8 @@ const RECHECK_BACKOFF: ExponentialBackoff = { baseMs: 100, maxMs: 5000 };
 /**
  * The worker side of cancel: one subscription to the cancel channel of each queue the worker
  * serves (sharded, in the queue's slot), on the worker's subscriber connection, serves every task
- * the worker runs. Because requests are also
- * stored on the task, a request missed while the connection was down is found on reconnect.
+ * the worker runs. Because requests are also stored on the task, a request missed while the
+ * connection was down is found on reconnect.
  *
  * A worker starts a batch of tasks in one script and watches them once it has the reply; a request
  * for one of them may arrive on the subscriber connection just before that. Requests for tasks not
@@ -37,7 +37,7 @@ export class CancelListener {
   private readonly recent = new Map<string, { reason: string; at: number }>();
   private readonly rememberMs: number;
   private readonly log: Logger;
-  private unsubscribe: (() => Promise<void>) | undefined;
+  private unsubscribe: Unsubscribe | undefined;
   private stopReconnect: (() => void) | undefined;
 
   constructor(redis: Redis, hub: SubscriberHub, keys: Keys, options: CancelListenerOptions = {}) {

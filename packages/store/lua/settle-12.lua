@@ -16,16 +16,17 @@
     KEYS[10] finished tasks kept by count: completed (and cancelled)
     KEYS[11] finished tasks kept by count: failed
     KEYS[12] task index
-    ARGV[1..6] the call: consumer group, consumer, now (ms; '' for Redis's clock), task key base, recordTtlMs, status channel
+    ARGV[1..6] the call: consumer group, consumer, now (ms; '' for Redis's clock), task key base,
+      recordTtlMs (keepCompleted's age: a COMPLETED or CANCELLED record's time to live), status channel
     ARGV[7] dead letters kept (approximate trim)
     ARGV[8] claim count (0: claim nothing)
     ARGV[9] lane order for the claim
     ARGV[10] event stream key base (a task's stream is base .. name)
     ARGV[11] eventTtlMs: a finished task's stream expires this long after the end
     ARGV[12] events until the end only (1: a finished task's stream is deleted)
-    ARGV[13..14] keepCompleted: count (0: no limit), ageMs (a COMPLETED or CANCELLED record's time to live)
-    ARGV[15..16] keepFailed: count (0: no limit), ageMs (a FAILED record's time to live)
-    ARGV[17..] per outcome (11): lane, entryId, name, attempt, status, result, errorJson, retryIn,
+    ARGV[13] keepCompleted: count (0: no limit); its age is recordTtlMs
+    ARGV[14..15] keepFailed: count (0: no limit), ageMs (a FAILED record's time to live)
+    ARGV[16..] per outcome (11): lane, entryId, name, attempt, status, result, errorJson, retryIn,
       release, deadReason, usage
       (entryId '' when there is no entry to settle; release 1: a RETRYING that hands the task back
       unfinished and uses up no retry; usage: JSON token totals of the attempt; retryIn: with RETRYING,
@@ -42,11 +43,11 @@
 --- @include "finish"
 local WIDTH = 11
 local group, consumer, now, taskBase, recordTtlMs, statusChannel, deadLetterMaxLen, claimCount, order, streamBase, eventTtlMs,
-  untilEnd, completedCount, completedAge, failedCount, failedAge = unpack(ARGV, 1, 16)
+  untilEnd, completedCount, failedCount, failedAge = unpack(ARGV, 1, 15)
 local batch = newBatch({ KEYS[1], KEYS[2], KEYS[3] }, group, consumer, now, taskBase, recordTtlMs)
 batch.streams = { base = streamBase, ttlMs = eventTtlMs, untilEnd = untilEnd == '1' }
 batch.keep = {
-  completed = { set = KEYS[10], count = tonumber(completedCount), ageMs = tonumber(completedAge) },
+  completed = { set = KEYS[10], count = tonumber(completedCount), ageMs = tonumber(recordTtlMs) },
   failed = { set = KEYS[11], count = tonumber(failedCount), ageMs = tonumber(failedAge) },
   index = KEYS[12],
 }
@@ -54,7 +55,7 @@ batch.delayed = { KEYS[4], KEYS[5], KEYS[6] }
 batch.deadLetters = KEYS[7]
 batch.deadLetterMaxLen = deadLetterMaxLen
 batch.settled = {}
-for i = 17, #ARGV, WIDTH do
+for i = 16, #ARGV, WIDTH do
   local lane, entryId, name, attempt, status, result, errorJson, retryIn, release, deadReason, usage = unpack(ARGV, i, i + WIDTH - 1)
   local retryAt = retryIn ~= '' and batch.now + (tonumber(retryIn) or 0) or ''
   recordOutcome(batch, tonumber(lane), entryId, name, attempt, status, result, errorJson, retryAt, release, deadReason,

@@ -24,7 +24,7 @@ export const CREATE_TASK_FIELDS = [
 /** start-4.lua, per entry (ARGV[8..]). */
 export const START_ENTRY_FIELDS = ["lane", "entryId", "name"] as const;
 
-/** settle-12.lua, per outcome (ARGV[17..]). */
+/** settle-12.lua, per outcome (ARGV[16..]). */
 export const SETTLE_OUTCOME_FIELDS = [
   "lane",
   "entryId",

@@ -225,7 +225,6 @@ export class TaskStore {
       r.eventTtlMs,
       r.events === "until-end" ? 1 : 0,
       r.keepCompleted.count,
-      r.keepCompleted.ageMs,
       r.keepFailed.count,
       r.keepFailed.ageMs,
     ];

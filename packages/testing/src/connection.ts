@@ -45,9 +45,12 @@ export function testRedisEnv(): Record<string, string> {
  */
 export function testRedis(url?: string): Redis {
   const nodes = url === undefined ? testClusterNodes() : undefined;
-  if (nodes) return new Cluster(parseNodeList(nodes), { lazyConnect: true, redisOptions: { maxRetriesPerRequest: 3 } }) as unknown as Redis;
-  return new Redis(url ?? redisUrl(), { maxRetriesPerRequest: 3, lazyConnect: true });
+  return nodes ? plainCluster(nodes, true) : new Redis(url ?? redisUrl(), { maxRetriesPerRequest: 3, lazyConnect: true });
 }
+
+/** A Cluster of `nodes` (`host:port,…`) for a test's own commands, typed as Redis as Flotilla's are. */
+const plainCluster = (nodes: string, lazyConnect: boolean): Redis =>
+  new Cluster(parseNodeList(nodes), { lazyConnect, redisOptions: { maxRetriesPerRequest: 3 } }) as unknown as Redis;
 
 /**
  * The Redis a process's environment names, read as the worker app reads it (REDIS_CLUSTER_NODES,
@@ -55,8 +58,7 @@ export function testRedis(url?: string): Redis {
  */
 export function redisFromEnv(env: NodeJS.ProcessEnv = process.env): Redis {
   const nodes = env[CLUSTER_NODES_ENV];
-  if (nodes) return new Cluster(parseNodeList(nodes), { redisOptions: { maxRetriesPerRequest: 3 } }) as unknown as Redis;
-  return new Redis(env.REDIS_URL ?? "redis://127.0.0.1:6379", { maxRetriesPerRequest: 3 });
+  return nodes ? plainCluster(nodes, false) : new Redis(env.REDIS_URL ?? "redis://127.0.0.1:6379", { maxRetriesPerRequest: 3 });
 }
 
 /**

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { sleep } from "@flotilla/core";
 import { Redis } from "ioredis";
 import { TestServerError } from "./errors.ts";
 import { freePort } from "./ports.ts";
@@ -72,7 +73,6 @@ interface NodeEntry {
   slots: [number, number][];
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const tail = (text: string) => text.slice(-2000);
 const alive = (n: Node) => n.child?.pid !== undefined && n.child.exitCode === null && n.child.signalCode === null;
 

@@ -104,18 +104,17 @@ export async function pipelineBySlot(
   keys: readonly string[],
   add: (pipeline: ChainableCommander, key: string) => void,
 ): Promise<Array<[error: Error | null, result: unknown]>> {
-  const groups = new Map<number, number[]>();
-  const cluster = isCluster(redis);
-  keys.forEach((key, i) => {
-    const slot = cluster ? keySlot(key) : 0;
-    groups.set(slot, [...(groups.get(slot) ?? []), i]);
-  });
+  const exec = async (indexes: readonly number[]) => {
+    const pipeline = redis.pipeline();
+    for (const i of indexes) add(pipeline, keys[i]!);
+    return (await pipeline.exec()) ?? [];
+  };
+  if (!isCluster(redis)) return exec(keys.map((_, i) => i));
+  const bySlot = [...Map.groupBy(keys.keys(), (i) => keySlot(keys[i]!)).values()];
   const out = new Array<[Error | null, unknown]>(keys.length);
   await Promise.all(
-    [...groups.values()].map(async (indexes) => {
-      const pipeline = redis.pipeline();
-      for (const i of indexes) add(pipeline, keys[i]!);
-      const replies = (await pipeline.exec()) ?? [];
+    bySlot.map(async (indexes) => {
+      const replies = await exec(indexes);
       indexes.forEach((i, j) => {
         out[i] = replies[j] ?? [new Error("no reply"), null];
       });

@@ -87,7 +87,7 @@ export function openRedis(conn: RedisConnection | undefined, role: ConnectionRol
 /** A Cluster for one role, from seed nodes or a lent Cluster (used as it is for commands, never closed). */
 function openCluster(conn: ClusterConnection | Cluster, role: ConnectionRole, tuned: RedisOptions, failFast: boolean): OwnedRedis {
   const shardedSubscribers = role === "subscriber";
-  if (conn instanceof Cluster || !isClusterConnection(conn)) {
+  if (!isClusterConnection(conn)) {
     if (role === "command") return { redis: conn as unknown as Redis, owned: false };
     return { redis: conn.duplicate(undefined, { shardedSubscribers }) as unknown as Redis, owned: true };
   }
