@@ -4,7 +4,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { FlotillaClient } from "@flotilla/client";
-import { scanPrefix, testConnection, testRedis, testRedisEnv, waitFor } from "@flotilla/testing";
+import { keysUnder, testConnection, testRedis, testRedisEnv, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
@@ -59,8 +59,4 @@ describe("the demo, interrupted", () => {
   }
 });
 
-async function scanKeys(prefix: string): Promise<string[]> {
-  const keys: string[] = [];
-  for await (const batch of scanPrefix(redis, prefix)) keys.push(...batch);
-  return keys;
-}
+const scanKeys = (prefix: string): Promise<string[]> => keysUnder(redis, prefix);

@@ -34,7 +34,8 @@ interface Proc {
 
 async function startWorker(args: string[], env: Record<string, string> = {}): Promise<Proc> {
   const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, ...args], {
-    env: { ...process.env, ...testRedisEnv(), FLOTILLA_PREFIX: prefix, ...env },
+    // The suite's Redis, unless the test names one of its own (a private server: no cluster then).
+    env: { ...process.env, ...(env.REDIS_URL ? {} : testRedisEnv()), FLOTILLA_PREFIX: prefix, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.push(child);

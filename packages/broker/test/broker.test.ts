@@ -1,5 +1,5 @@
 import { CONSUMER_GROUP, createKeys } from "@flotilla/core";
-import { purgePrefix, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { onCluster, purgePrefix, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseEntry } from "../src/entry.ts";
 import { TestBroker } from "../src/testing.ts";
@@ -38,7 +38,8 @@ describe("Broker", () => {
     expect(await broker.depth("depth")).toEqual({ waiting: 1, inFlight: 1, delayed: 1 });
   });
 
-  it("claims across several queues in one blocking call", async () => {
+  // On a cluster the queues lie in different slots, which one read cannot name (see MULTI_SLOT_BLOCK_MS).
+  it.skipIf(onCluster())("claims across several queues in one blocking call", async () => {
     await broker.ensureGroup("x");
     await broker.ensureGroup("y");
     const id = await blocking.client("ID");

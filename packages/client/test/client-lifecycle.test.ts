@@ -1,20 +1,25 @@
 import { ErrorCodes, LifecycleError } from "@flotilla/core";
 import { FlotillaMetrics, METRICS } from "@flotilla/metrics";
-import { echo, startRedisServer, testConnection, testRedis } from "@flotilla/testing";
+import { echo, startRedisServer, testConnection, testRedis, testRedisEnv } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { afterEach, describe, expect, it } from "vitest";
 import { closeDefaultClient, DuplicateTaskError, defaultFlotillaClient, distributed, FlotillaClient } from "../src/index.ts";
 
 describe("the default client", () => {
   const h = useFlotilla("default-client");
-  const saved = process.env.FLOTILLA_PREFIX;
+  // What the default client reads: the prefix, and the suite's Redis as a process's environment names it.
+  const names = ["FLOTILLA_PREFIX", ...Object.keys(testRedisEnv())];
+  const saved = Object.fromEntries(names.map((n) => [n, process.env[n]]));
   afterEach(async () => {
     await closeDefaultClient();
-    if (saved === undefined) delete process.env.FLOTILLA_PREFIX;
-    else process.env.FLOTILLA_PREFIX = saved;
+    for (const [name, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
   });
 
-  it("is made once from FLOTILLA_PREFIX and REDIS_URL, used by distributed(), and made anew after closeDefaultClient()", async () => {
+  it("is made once from FLOTILLA_PREFIX and REDIS_URL (or REDIS_CLUSTER_NODES), used by distributed(), and made anew after closeDefaultClient()", async () => {
+    Object.assign(process.env, testRedisEnv());
     process.env.FLOTILLA_PREFIX = h.prefix;
     const first = defaultFlotillaClient();
     expect(defaultFlotillaClient()).toBe(first);

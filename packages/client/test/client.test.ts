@@ -2,7 +2,7 @@ import { getEventListeners } from "node:events";
 import net from "node:net";
 import { Agent } from "@flotilla/agent";
 import { createKeys } from "@flotilla/core";
-import { collect, echo, waitFor } from "@flotilla/testing";
+import { collect, echo, keysUnder, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
 import {
@@ -229,7 +229,7 @@ describe("FlotillaClient", () => {
       expect(many.field).toBe(`items.1.${field}`);
       expect(many.issues[0]!.message).toBe(one.issues[0]!.message);
     }
-    expect(await env.redis.keys(`${prefix}*`)).toEqual([]);
+    expect(await keysUnder(env.redis, prefix)).toEqual([]);
     expect(await (await client.submit(echo(), { a: shared, b: shared })).status()).toMatchObject({ status: "PENDING" });
   });
 

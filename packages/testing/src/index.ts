@@ -17,7 +17,7 @@ export { type FaultProxy, startFaultProxy } from "./fault-proxy.ts";
 export { type OpenAIReply, type OpenAIServer, type RecordedRequest, startOpenAIServer } from "./openai-server.ts";
 export { freePort } from "./ports.ts";
 export { testPrefix } from "./prefix.ts";
-export { purgePrefix, scanPrefix } from "./purge.ts";
+export { keysUnder, purgePrefix, scanPrefix } from "./purge.ts";
 export { type LoggedLine, recordingLogger } from "./recording-logger.ts";
 export { type ClusterNodeAddress, type RedisClusterOptions, startRedisCluster, type TestRedisCluster } from "./redis-cluster.ts";
 export { type RedisServerOptions, startRedisServer, type TestRedisServer } from "./redis-server.ts";

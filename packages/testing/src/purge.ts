@@ -25,6 +25,13 @@ export async function* scanPrefix(redis: Redis, prefix: string, count = 1000): A
   }
 }
 
+/** Every key under `prefix`, sorted (on a cluster, from every master): for tests that check what was written. */
+export async function keysUnder(redis: Redis, prefix: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const batch of scanPrefix(redis, prefix)) out.push(...batch);
+  return out.sort();
+}
+
 /**
  * Deletes every key under `prefix` (UNLINK, so large streams are freed in the background) and
  * returns how many went. Keys under any other prefix are untouched, including ones that merely

@@ -1,13 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { collect, createTestEnv, echo, scanPrefix, scripted, startRedisServer, testRedis } from "../src/index.ts";
+import { collect, createTestEnv, echo, keysUnder, scripted, startRedisServer, testRedis } from "../src/index.ts";
 
 /** Every key under a prefix, from a connection of the test's own. */
-async function keysUnder(prefix: string): Promise<string[]> {
+async function keysLeft(prefix: string): Promise<string[]> {
   const redis = testRedis();
   try {
-    const out: string[] = [];
-    for await (const batch of scanPrefix(redis, prefix)) out.push(...batch);
-    return out;
+    return await keysUnder(redis, prefix);
   } finally {
     await redis.quit();
   }
@@ -96,10 +94,10 @@ describe("createTestEnv", () => {
     await env.submit(echo(), "never run", { queue: "elsewhere", idempotencyKey: "k" }); // an idempotency key too
     await env.submit(echo(), "later", { queue: "q2", delayMs: 60_000 });
     await env.record("q1/raw");
-    expect((await keysUnder(env.prefix)).length).toBeGreaterThan(5);
+    expect((await keysLeft(env.prefix)).length).toBeGreaterThan(5);
 
     await env.close();
-    expect(await keysUnder(env.prefix)).toEqual([]);
+    expect(await keysLeft(env.prefix)).toEqual([]);
     expect(w.ready).toBe(false);
     expect(env.redis.status).toBe("end");
     await expect(client.submit(echo(), "x")).rejects.toThrow();

@@ -1,6 +1,6 @@
 import type { Worker } from "@flotilla/worker";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { echo, scanPrefix, testRedis } from "../src/index.ts";
+import { echo, keysUnder, testRedis } from "../src/index.ts";
 import { useFlotilla } from "../src/vitest.ts";
 
 let closedPrefix = "";
@@ -40,8 +40,7 @@ describe("after a useFlotilla suite", () => {
   it("closed its env: no key left under its prefix", async () => {
     expect(closedPrefix).not.toBe("");
     const redis = testRedis();
-    const left: string[] = [];
-    for await (const batch of scanPrefix(redis, closedPrefix)) left.push(...batch);
+    const left = await keysUnder(redis, closedPrefix);
     await redis.quit();
     expect(left).toEqual([]);
     expect(seen[2]!.ready).toBe(false);

@@ -213,7 +213,7 @@ describe("what a Worker tells its owner", () => {
     expect(w.stop()).toBe(first);
     await first;
     expect(w.ready).toBe(false);
-    const never = new Worker({ redis: h.url, prefix: h.prefix });
+    const never = new Worker({ redis: h.connection, prefix: h.prefix });
     expect(never.ready).toBe(false);
     expect(never.runningTaskIds).toEqual([]);
     expect(never.stats).toEqual({ running: 0, completed: 0, failed: 0 });

@@ -234,7 +234,7 @@ describe("Worker", () => {
         log.info(message, fields);
       },
     };
-    const w = new Worker({ redis: h.url, prefix: h.prefix, queues: ["restart"], logger });
+    const w = new Worker({ redis: h.connection, prefix: h.prefix, queues: ["restart"], logger });
     try {
       await expect(w.start()).rejects.toThrow("log sink full");
       // Its session (connections, claiming) is open: a second one would be opened beside it.
