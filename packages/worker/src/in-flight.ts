@@ -32,6 +32,8 @@ const runKey = (lane: Lane, entryId: string) => `${laneKey(lane)}/${entryId}`;
 export class InFlight {
   private readonly runs = new Map<string, Running>();
   private readonly onFreed: () => void;
+  /** Set by abortAll: work tracked from then on (a claim answered as the worker stops) starts aborted. */
+  private abortedWith: { reason: unknown } | undefined;
 
   /** @param onFreed called each time an entry's work is over and its slot is free */
   constructor(onFreed: () => void) {
@@ -64,6 +66,7 @@ export class InFlight {
   ): void {
     const key = runKey(lane, entryId);
     const controller = new AbortController();
+    if (this.abortedWith) controller.abort(this.abortedWith.reason);
     const running: Running = { lane, entryId, taskId, controller, done: Promise.resolve(), settling: false, leaseFrom };
     this.runs.set(key, running);
     running.done = work(controller)
@@ -110,13 +113,22 @@ export class InFlight {
     return [...groups.values()];
   }
 
+  /** Aborts everything held, and everything tracked from now on as soon as it is (the worker is stopping). */
   abortAll(reason: unknown): void {
+    this.abortedWith = { reason };
     for (const r of this.runs.values()) r.controller.abort(reason);
   }
 
-  /** Resolves true once everything held now is done, or false after `timeoutMs`. */
+  /**
+   * Resolves true once nothing is held — what is held now, and what is tracked before it is done (a
+   * claim or a settle's claim answered while the worker stops starts tasks it must wait for or hand
+   * back, never leave to a lapsing lease) — or false after `timeoutMs`.
+   */
   async settled(timeoutMs: number = Number.POSITIVE_INFINITY): Promise<boolean> {
-    const all = Promise.all([...this.runs.values()].map((r) => r.done)).then(() => true as const);
+    const all = (async () => {
+      while (this.runs.size > 0) await Promise.all([...this.runs.values()].map((r) => r.done));
+      return true as const;
+    })();
     if (!Number.isFinite(timeoutMs)) return all;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<false>((resolve) => {

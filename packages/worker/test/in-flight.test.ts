@@ -59,4 +59,49 @@ describe("InFlight", () => {
     release();
     expect(await inFlight.settled(5_000)).toBe(true);
   });
+
+  it("waits also for work tracked while it waits (a claim answered as the worker stops), and starts it aborted after abortAll", async () => {
+    const inFlight = new InFlight(() => {});
+    let lateRan = false;
+    inFlight.track(
+      lane,
+      "1-0",
+      "q/first",
+      0,
+      async () => {
+        await sleep(30);
+        // Its settle's claim started another task just as it ended.
+        inFlight.track(
+          lane,
+          "2-0",
+          "q/late",
+          0,
+          async () => {
+            await sleep(50);
+            lateRan = true;
+          },
+          () => {},
+        );
+      },
+      () => {},
+    );
+    expect(await inFlight.settled()).toBe(true);
+    expect(lateRan).toBe(true);
+
+    inFlight.abortAll("stopping");
+    let signal: AbortSignal | undefined;
+    inFlight.track(
+      lane,
+      "3-0",
+      "q/after",
+      0,
+      async (controller) => {
+        signal = controller.signal;
+      },
+      () => {},
+    );
+    expect(signal?.aborted).toBe(true);
+    expect(signal?.reason).toBe("stopping");
+    expect(await inFlight.settled()).toBe(true);
+  });
 });
