@@ -5,13 +5,18 @@ import { Redis } from "ioredis";
 
 export type System = "flotilla" | "bullmq";
 
-/** Starts `n` worker processes of a system and resolves once all are ready; returns the function that stops them. */
+/**
+ * Starts `n` worker processes of a system (`procs/<system>-<kind>.ts`: the no-op task worker, or
+ * another kind such as the graph scenario's; `redis`: the bus scenario's plain-ioredis peer) and
+ * resolves once all are ready; returns the function that stops them.
+ */
 export async function startWorkers(
-  system: System,
+  system: System | "redis",
   n: number,
   env: Record<string, string>,
+  kind: "worker" | "graph-worker" | "flow-worker" | "bus-worker" | "stream-worker" = "worker",
 ): Promise<(() => Promise<void>) & { kill9: () => Promise<void>; cpuSeconds: () => number }> {
-  const entry = fileURLToPath(new URL(`./procs/${system}-worker.ts`, import.meta.url));
+  const entry = fileURLToPath(new URL(`./procs/${system}-${kind}.ts`, import.meta.url));
   const children: ChildProcess[] = [];
   await Promise.all(
     Array.from({ length: n }, () => {
@@ -67,6 +72,15 @@ export async function redisFigures(redis: Redis): Promise<{ calls: number; cpuMi
   return { calls, cpuMicros: (seconds("used_cpu_user") + seconds("used_cpu_sys")) * 1e6, memory };
 }
 
+/** Calls and µs of each command Redis has executed (INFO commandstats; a script's line includes the commands it runs). */
+export async function commandStats(redis: Redis): Promise<Map<string, [calls: number, usec: number]>> {
+  const out = new Map<string, [number, number]>();
+  for (const m of ((await redis.info("commandstats")) as string).matchAll(/cmdstat_([\w|]+):calls=(\d+),usec=(\d+)/g)) {
+    out.set(m[1]!, [Number(m[2]), Number(m[3])]);
+  }
+  return out;
+}
+
 export function percentiles(samples: number[]): { p50: number; p90: number; p99: number; mean: number } {
   const sorted = [...samples].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
@@ -83,6 +97,12 @@ export async function waitUntil(check: () => Promise<boolean>, timeoutMs: number
 }
 
 export const ratio = (ours: number, theirs: number) => Math.round((ours / theirs) * 100) / 100;
+
+/** BullMQ's connection options for a Redis URL. */
+export const bullConnection = (url: string) => {
+  const u = new URL(url);
+  return { host: u.hostname, port: Number(u.port || 6379) };
+};
 
 export function newAdmin(url: string): Redis {
   return new Redis(url, { maxRetriesPerRequest: 3 });

@@ -1,67 +1,13 @@
-import { Agent } from "@flotilla/agent";
 import { FlotillaClient } from "@flotilla/client";
 import { scanPrefix } from "@flotilla/testing";
 import { Queue, QueueEvents } from "bullmq";
 import { agentTaskBytes } from "./agent-task-bytes.ts";
-import { newAdmin, percentiles, ratio, redisFigures, type System, startWorkers, waitUntil } from "./harness.ts";
+import { bus } from "./bus-scenario.ts";
+import { type BenchContext, drain, freshPrefix, noop } from "./drain.ts";
+import { graph } from "./graph-scenario.ts";
+import { bullConnection, commandStats, newAdmin, percentiles, ratio, redisFigures, type System, startWorkers, waitUntil } from "./harness.ts";
 
-export interface BenchContext {
-  url: string;
-  quick: boolean;
-}
-
-const noop = new Agent({ name: "noop", model: "scripted:noop" });
-const bullConnection = (url: string) => {
-  const u = new URL(url);
-  return { host: u.hostname, port: Number(u.port || 6379) };
-};
-let runs = 0;
-const freshPrefix = (system: System) => `bench-${system}-${++runs}`;
-
-/** Submit in bulk, drain with `procs` worker processes at `concurrency`; tasks/s from submit start to the last outcome. */
-async function drain(ctx: BenchContext, system: System, tasks: number, procs: number, concurrency: number) {
-  const prefix = freshPrefix(system);
-  const admin = newAdmin(ctx.url);
-  const stop = await startWorkers(system, procs, { REDIS_URL: ctx.url, BENCH_PREFIX: prefix, BENCH_CONCURRENCY: String(concurrency) });
-  const before = await redisFigures(admin);
-  const chunk = 1000;
-  let started: number;
-  if (system === "flotilla") {
-    const client = new FlotillaClient({ redis: ctx.url, prefix });
-    started = performance.now();
-    for (let i = 0; i < tasks; i += chunk) {
-      await client.submitMany(Array.from({ length: Math.min(chunk, tasks - i) }, (_, j) => ({ agent: noop, input: i + j, options: { queue: "bench" } })));
-    }
-    await waitUntil(
-      async () => {
-        const d = await client.fleet.queueDepth("bench");
-        return d.waiting + d.inFlight + d.delayed === 0;
-      },
-      600_000,
-      "flotilla to drain",
-    );
-    await client.close();
-  } else {
-    const queue = new Queue("bench", { connection: bullConnection(ctx.url), prefix });
-    started = performance.now();
-    for (let i = 0; i < tasks; i += chunk) {
-      await queue.addBulk(Array.from({ length: Math.min(chunk, tasks - i) }, (_, j) => ({ name: "noop", data: i + j })));
-    }
-    await waitUntil(async () => (await queue.getCompletedCount()) >= tasks, 600_000, "bullmq to drain");
-    await queue.close();
-  }
-  const seconds = (performance.now() - started) / 1000;
-  const after = await redisFigures(admin);
-  await stop();
-  admin.disconnect();
-  return {
-    tasksPerSec: Math.round(tasks / seconds),
-    seconds: Math.round(seconds * 1000) / 1000,
-    commandsPerTask: Math.round(((after.calls - before.calls) / tasks) * 100) / 100,
-    redisCpuMicrosPerTask: Math.round((after.cpuMicros - before.cpuMicros) / tasks),
-    bytesPerTask: Math.round((after.memory - before.memory) / tasks),
-  };
-}
+export type { BenchContext } from "./drain.ts";
 
 export async function throughput(ctx: BenchContext) {
   const tasks = ctx.quick ? 2000 : 20_000;
@@ -298,10 +244,10 @@ export async function recovery(ctx: BenchContext) {
 export async function footprint(ctx: BenchContext) {
   const tasks = ctx.quick ? 1000 : 5000;
   const admin = newAdmin(ctx.url);
-  const flotilla = await drain(ctx, "flotilla", tasks, 1, 50);
+  const prefix = freshPrefix("flotilla");
+  const flotilla = await drain(ctx, "flotilla", tasks, 1, 50, { prefix });
   const bullmq = await drain(ctx, "bullmq", tasks, 1, 50);
   // Keys of the Flotilla run with no TTL: per-task keys must have none; the rest are per queue.
-  const prefix = `bench-flotilla-${runs - 1}`;
   const noTtl: string[] = [];
   let perTaskNoTtl = 0;
   for await (const keys of scanPrefix(admin, prefix)) {
@@ -358,16 +304,9 @@ export async function footprint(ctx: BenchContext) {
 export async function profile(ctx: BenchContext) {
   const tasks = ctx.quick ? 5000 : 20_000;
   const admin = newAdmin(ctx.url);
-  const stats = async () => {
-    const out = new Map<string, [number, number]>();
-    for (const m of ((await admin.info("commandstats")) as string).matchAll(/cmdstat_([\w|]+):calls=(\d+),usec=(\d+)/g)) {
-      out.set(m[1]!, [Number(m[2]), Number(m[3])]);
-    }
-    return out;
-  };
-  const before = await stats();
+  const before = await commandStats(admin);
   const result = await drain(ctx, "flotilla", tasks, 1, 50);
-  const after = await stats();
+  const after = await commandStats(admin);
   admin.disconnect();
   const perTask = [...after]
     .map(([cmd, [calls, usec]]) => ({ cmd, calls: (calls - (before.get(cmd)?.[0] ?? 0)) / tasks, usec: (usec - (before.get(cmd)?.[1] ?? 0)) / tasks }))
@@ -377,4 +316,4 @@ export async function profile(ctx: BenchContext) {
   return [{ scenario: "profile", tasks, flotilla: { ...result, commands: perTask }, note: "evalsha's µs include the commands its scripts run" }];
 }
 
-export const scenarios = { throughput, submit, latency, streaming, recovery, footprint, profile } as const;
+export const scenarios = { throughput, submit, latency, streaming, recovery, footprint, profile, graph, bus } as const;

@@ -38,6 +38,54 @@ describe("pnpm bench", () => {
     }
   }, 120_000);
 
+  it("graph (--quick): a fan-out and its unites on both systems, with commands per node against a plain task's", async () => {
+    const results = await bench("graph", "--quick");
+    expect(results.map((r) => [r.scenario, r.procs])).toEqual([
+      ["graph", 1],
+      ["graph", 4],
+    ]);
+    for (const r of results) {
+      expect(r.nodes).toBe(r.width + 2);
+      expect(r.flotilla.nodesPerSec).toBeGreaterThan(0);
+      expect(r.bullmq.jobsPerSec).toBeGreaterThan(0);
+      expect(r.plainTask.commandsPerTask).toBeGreaterThan(0);
+      expect(r.commandsPerNodeOverPlainTask).toBeCloseTo(r.flotilla.commandsPerNode / r.plainTask.commandsPerTask, 1);
+      // The merge starts after the last branch ended, on Redis's clock; the flow's parent after its last child.
+      for (const ms of r.flotilla.lastBranchEndToMergeStartMs) expect(ms).toBeGreaterThanOrEqual(0);
+      for (const ms of r.bullmq.lastChildEndToParentStartMs) expect(ms).toBeGreaterThanOrEqual(0);
+    }
+  }, 120_000);
+
+  it("bus (--quick): publish rates and end to end against plain ioredis streams, every event handled by every group", async () => {
+    const results = await bench("bus", "--quick");
+    expect(results.map((r) => [r.scenario, r.measure, r.mode])).toEqual([
+      ["bus", "publish", "single"],
+      ["bus", "publish", "concurrent"],
+      ["bus", "publish", "batched"],
+      ["bus", "endToEnd", undefined],
+    ]);
+    for (const r of results.slice(0, 3)) {
+      expect(r.flotilla.perSec).toBeGreaterThan(0);
+      expect(r.plain.perSec).toBeGreaterThan(0);
+      expect(r.ratio).toBeCloseTo(r.flotilla.perSec / r.plain.perSec, 1);
+      // One XADD per event for the plain peer; the bus's script adds its own commands.
+      expect(r.plain.commandsPerEvent).toBeCloseTo(1, 1);
+      expect(r.flotilla.commandsPerEvent).toBeGreaterThanOrEqual(1);
+    }
+    const e2e = results[3];
+    for (const system of [e2e.flotilla, e2e.plain]) {
+      // Every group handled every event (at least once).
+      expect(system.burst.handled).toBeGreaterThanOrEqual(e2e.groups * e2e.burstEvents);
+      expect(system.steady.handled).toBeGreaterThanOrEqual(e2e.groups * e2e.steadyEvents);
+      expect(system.burst.deliveredPerSec).toBeGreaterThan(0);
+      expect(system.burst.commandsPerDelivery).toBeGreaterThan(0);
+      expect(system.steady.callToHandlerMs.p50).toBeGreaterThanOrEqual(0);
+    }
+    // The bus's own counters agree: every group acknowledged the warm-up, the burst and the steady events.
+    for (const g of ["g1", "g2", "g3"]) expect(Number(e2e.flotilla.busCounters[`${g}:acked`])).toBe(200 + e2e.burstEvents + e2e.steadyEvents);
+    expect(e2e.ratio).toBeCloseTo(e2e.flotilla.burst.deliveredPerSec / e2e.plain.burst.deliveredPerSec, 1);
+  }, 120_000);
+
   it("refuses an unknown scenario", async () => {
     const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, "nonsense"], { stdio: "ignore" });
     expect(await new Promise((resolve) => child.on("exit", resolve))).toBe(2);

@@ -2,10 +2,13 @@ import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { Agent, AgentConfig, OpenAICompatibleEndpoint, ProviderFactory, Swarm, Tool } from "@flotilla/agent";
-import { DEFAULTS, KeyPrefixSchema, parseInput, QueueNameSchema, RedisUrlSchema, type RunnableSpec, ValidationError } from "@flotilla/core";
-import { parseNodeList, type RedisConnection } from "@flotilla/core/redis";
+import { DEFAULTS, KeyPrefixSchema, parseInput, QueueNameSchema, type RunnableSpec, ValidationError } from "@flotilla/core";
 import type { MemoryStore } from "@flotilla/memory";
+import type { NodeExecutor, SubscriptionRunner } from "@flotilla/worker";
 import { z } from "zod";
+import { checkRedisConfig, RedisConfigShape } from "./redis-config.ts";
+
+export { redisConnectionOf } from "./redis-config.ts";
 
 export const USAGE = `flotilla-worker: runs Flotilla tasks from Redis
 
@@ -13,11 +16,21 @@ Options (each also read from the environment variable shown):
   --redis URL            REDIS_URL              default ${DEFAULTS.redisUrl}
   --redis-cluster NODES  REDIS_CLUSTER_NODES    a Redis Cluster's seed nodes, host:port,host:port
                                                 (used instead of --redis when given)
+  --redis-sentinels NODES REDIS_SENTINELS       Redis Sentinel: the sentinels, host:port,host:port
+                                                (the master's credentials and db come from --redis)
+  --redis-sentinel-name N REDIS_SENTINEL_NAME   the master's name, as the sentinels monitor it
+  --redis-sentinel-password P REDIS_SENTINEL_PASSWORD  the sentinels' own password, if they have one
+  --redis-tls-ca FILE    REDIS_TLS_CA           TLS: the CA that signed Redis's certificate (PEM);
+                                                turns TLS on, as a rediss:// URL does
+  --redis-tls-cert FILE  REDIS_TLS_CERT         TLS: a client certificate (PEM), with its key:
+  --redis-tls-key FILE   REDIS_TLS_KEY          for a Redis with tls-auth-clients yes
   --prefix P             FLOTILLA_PREFIX        default ${DEFAULTS.prefix}
   --queues a,b           FLOTILLA_QUEUES        default ${DEFAULTS.queue}
   --concurrency N        FLOTILLA_CONCURRENCY   default ${DEFAULTS.concurrency}
   --module PATH          FLOTILLA_MODULE        a module exporting tools, agents, providerFactory,
-                                                openAICompatible and/or memory (stores by name)
+                                                openAICompatible, memory (stores by name) and/or
+                                                graph (graphWorker({ nodes, agents }): node types),
+                                                bus (busWorker({ subscriptions }): bus subscriptions)
   --drain-timeout MS     FLOTILLA_DRAIN_TIMEOUT_MS  default ${DEFAULTS.drainTimeoutMs}
   --heartbeat-ttl MS     FLOTILLA_HEARTBEAT_TTL_MS  default ${DEFAULTS.heartbeatTtlMs}
   --lease MS             FLOTILLA_LEASE_MS      default ${DEFAULTS.leaseMs}
@@ -37,20 +50,8 @@ FLOTILLA_PROVIDER_<NAME>_BASE_URL and _API_KEY), then installed AI SDK provider 
 keys (@ai-sdk/openai + OPENAI_API_KEY, @ai-sdk/anthropic + ANTHROPIC_API_KEY, ...).
 `;
 
-const ConfigSchema = z.object({
-  redis: RedisUrlSchema.default(DEFAULTS.redisUrl),
-  redisCluster: z
-    .string()
-    .optional()
-    .transform((list, ctx) => {
-      if (list === undefined) return undefined;
-      try {
-        return parseNodeList(list);
-      } catch (err) {
-        ctx.addIssue({ code: "custom", message: err instanceof ValidationError ? (err.issues[0]?.message ?? err.message) : String(err) });
-        return z.NEVER;
-      }
-    }),
+const ConfigFields = z.object({
+  ...RedisConfigShape,
   prefix: KeyPrefixSchema.default(DEFAULTS.prefix),
   queues: z
     .string()
@@ -82,17 +83,19 @@ const ConfigSchema = z.object({
     .transform((v) => v === "1" || v === "true"),
   metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
 });
+const ConfigSchema = ConfigFields.superRefine(checkRedisConfig);
 export type WorkerAppConfig = z.infer<typeof ConfigSchema>;
-
-/** The Redis the configuration names: the cluster when seed nodes are given, else the URL. */
-export function redisConnectionOf(config: WorkerAppConfig): RedisConnection {
-  return config.redisCluster ? { cluster: config.redisCluster } : config.redis;
-}
 
 /** Each setting's flag and environment variable. */
 const SOURCES: Record<string, { flag: string; env: string }> = {
   redis: { flag: "redis", env: "REDIS_URL" },
   redisCluster: { flag: "redis-cluster", env: "REDIS_CLUSTER_NODES" },
+  redisSentinels: { flag: "redis-sentinels", env: "REDIS_SENTINELS" },
+  redisSentinelName: { flag: "redis-sentinel-name", env: "REDIS_SENTINEL_NAME" },
+  redisSentinelPassword: { flag: "redis-sentinel-password", env: "REDIS_SENTINEL_PASSWORD" },
+  redisTlsCa: { flag: "redis-tls-ca", env: "REDIS_TLS_CA" },
+  redisTlsCert: { flag: "redis-tls-cert", env: "REDIS_TLS_CERT" },
+  redisTlsKey: { flag: "redis-tls-key", env: "REDIS_TLS_KEY" },
   prefix: { flag: "prefix", env: "FLOTILLA_PREFIX" },
   queues: { flag: "queues", env: "FLOTILLA_QUEUES" },
   concurrency: { flag: "concurrency", env: "FLOTILLA_CONCURRENCY" },
@@ -139,6 +142,10 @@ export interface WorkerModule {
   providerFactory: ProviderFactory | undefined;
   openAICompatible: Record<string, OpenAICompatibleEndpoint> | undefined;
   memory: Record<string, MemoryStore> | undefined;
+  /** Graph node types to serve (`export const graph = graphWorker({ nodes, agents })` of @flotilla/graph). */
+  graph: NodeExecutor | undefined;
+  /** Bus subscriptions to serve (`export const bus = busWorker({ subscriptions })` of @flotilla/bus). */
+  bus: SubscriptionRunner | undefined;
 }
 
 interface ModuleExports {
@@ -147,6 +154,8 @@ interface ModuleExports {
   providerFactory?: ProviderFactory;
   openAICompatible?: Record<string, OpenAICompatibleEndpoint>;
   memory?: Record<string, MemoryStore>;
+  graph?: NodeExecutor;
+  bus?: SubscriptionRunner;
 }
 
 type Named<T> = T[] | Record<string, T> | undefined;
@@ -159,14 +168,23 @@ function byName<T extends { name: string }>(items: Named<T>): Record<string, T> 
 
 /**
  * Loads the user's module: `export const tools` (an array or a record by name), `agents`,
- * `providerFactory`, `openAICompatible`, `memory` — or the same as its default export.
+ * `providerFactory`, `openAICompatible`, `memory`, `graph` (graph node types: `graphWorker(…)` of
+ * @flotilla/graph), `bus` (subscriptions: `busWorker(…)` of @flotilla/bus) — or the same as its default export.
  */
 export async function loadWorkerModule(path: string | undefined, cwd = process.cwd()): Promise<WorkerModule> {
-  const empty: WorkerModule = { tools: {}, agents: undefined, providerFactory: undefined, openAICompatible: undefined, memory: undefined };
+  const empty: WorkerModule = {
+    tools: {},
+    agents: undefined,
+    providerFactory: undefined,
+    openAICompatible: undefined,
+    memory: undefined,
+    graph: undefined,
+    bus: undefined,
+  };
   if (!path) return empty;
   const url = pathToFileURL(isAbsolute(path) ? path : resolve(cwd, path)).href;
   const mod = (await import(url)) as ModuleExports & { default?: ModuleExports };
-  const named = ["tools", "agents", "providerFactory", "openAICompatible", "memory"] as const;
+  const named = ["tools", "agents", "providerFactory", "openAICompatible", "memory", "graph", "bus"] as const;
   const source = mod.default && !named.some((k) => mod[k] !== undefined) ? mod.default : mod;
   return {
     tools: byName(source.tools),
@@ -174,5 +192,7 @@ export async function loadWorkerModule(path: string | undefined, cwd = process.c
     providerFactory: source.providerFactory,
     openAICompatible: source.openAICompatible,
     memory: source.memory,
+    graph: source.graph,
+    bus: source.bus,
   };
 }

@@ -63,6 +63,8 @@ async function main(): Promise<number> {
     ...(mod.openAICompatible && { openAICompatible: mod.openAICompatible }),
     ...(mod.memory && { memory: mod.memory }),
     ...(mod.agents && { agents: mod.agents }),
+    ...(mod.graph && { graph: mod.graph }),
+    ...(mod.bus && { bus: mod.bus }),
     ...(temporal && { executor: temporal.executor }),
     ...(endpoints && { metrics: endpoints.metrics }),
     workerId,

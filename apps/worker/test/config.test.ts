@@ -1,5 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { ValidationError } from "@flotilla/core";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig, redisConnectionOf, type WorkerAppConfig } from "../src/config.ts";
 
 describe("loadConfig", () => {
@@ -26,6 +29,57 @@ describe("loadConfig", () => {
     expect(redisConnectionOf(fromFlag)).toEqual({ cluster: [{ host: "c", port: 7000 }] });
     expect(redisConnectionOf(loadConfig([], { REDIS_URL: "redis://r:1" }) as WorkerAppConfig)).toBe("redis://r:1");
     expect(() => loadConfig(["--redis-cluster", "c:port"], {})).toThrow(/redisCluster.*"c:port" is not host:port/);
+  });
+
+  describe("TLS and Sentinel", () => {
+    const dir = mkdtempSync(join(tmpdir(), "flotilla-worker-config-"));
+    const pem = (name: string) => {
+      const path = join(dir, name);
+      writeFileSync(path, `-----BEGIN ${name}-----\n`);
+      return path;
+    };
+    const [ca, cert, key] = [pem("ca.pem"), pem("cert.pem"), pem("key.pem")];
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+    const connection = (argv: string[], env: NodeJS.ProcessEnv = {}) => redisConnectionOf(loadConfig(argv, env) as WorkerAppConfig);
+
+    it("reads the CA and the client certificate files (flags or REDIS_TLS_*), which turn TLS on for the URL", () => {
+      expect(connection(["--redis", "rediss://r:6380", "--redis-tls-ca", ca])).toEqual({
+        url: "rediss://r:6380",
+        tls: { ca: Buffer.from("-----BEGIN ca.pem-----\n") },
+      });
+      expect(connection([], { REDIS_URL: "rediss://r:6380", REDIS_TLS_CA: ca, REDIS_TLS_CERT: cert, REDIS_TLS_KEY: key })).toEqual({
+        url: "rediss://r:6380",
+        tls: { ca: expect.any(Buffer), cert: Buffer.from("-----BEGIN cert.pem-----\n"), key: Buffer.from("-----BEGIN key.pem-----\n") },
+      });
+      // rediss:// alone: TLS with the system's CAs, the URL as it is.
+      expect(connection([], { REDIS_URL: "rediss://r:6380" })).toBe("rediss://r:6380");
+      expect(connection(["--redis-cluster", "c:7000", "--redis-tls-ca", ca])).toEqual({
+        cluster: [{ host: "c", port: 7000 }],
+        options: { redisOptions: { tls: { ca: expect.any(Buffer) } } },
+      });
+    });
+
+    it("refuses a TLS file it cannot read, and a certificate without its key, naming the setting", () => {
+      expect(() => loadConfig(["--redis-tls-ca", join(dir, "missing.pem")], {})).toThrow(/redisTlsCa: cannot read .*missing\.pem/);
+      expect(() => loadConfig(["--redis-tls-cert", cert], {})).toThrow(/redisTlsCert: give the client certificate and its key together/);
+    });
+
+    it("connects through Sentinel given --redis-sentinels and --redis-sentinel-name, with the URL's credentials", () => {
+      expect(connection(["--redis", "redis://flotilla-worker:pw@x/2", "--redis-sentinels", "s1:26379,s2:26380", "--redis-sentinel-name", "main"])).toEqual({
+        url: "redis://flotilla-worker:pw@x/2",
+        sentinels: [
+          { host: "s1", port: 26379 },
+          { host: "s2", port: 26380 },
+        ],
+        name: "main",
+      });
+      const env = { REDIS_SENTINELS: "s1:26379", REDIS_SENTINEL_NAME: "main", REDIS_SENTINEL_PASSWORD: "spw", REDIS_TLS_CA: ca };
+      expect(connection([], env)).toMatchObject({ sentinelPassword: "spw", tls: { ca: expect.any(Buffer) }, sentinelTLS: { ca: expect.any(Buffer) } });
+      expect(() => loadConfig(["--redis-sentinels", "s1:26379"], {})).toThrow(/redisSentinelName: name the master/);
+      expect(() => loadConfig(["--redis-sentinel-name", "main"], {})).toThrow(/redisSentinels/);
+      expect(() => loadConfig(["--redis-sentinels", "s1"], {})).toThrow(/redisSentinels.*"s1" is not host:port/);
+      expect(() => loadConfig(["--redis-sentinels", "s1:1", "--redis-sentinel-name", "m", "--redis-cluster", "c:1"], {})).toThrow(/not both/);
+    });
   });
 
   it("answers --help", () => {

@@ -16,25 +16,5 @@
   Returns:
     the names of the consumers forgotten
 ]]
-local lane, leases = KEYS[1], KEYS[2]
-local group, minIdle, keep = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-local consumers = redis.pcall('XINFO', 'CONSUMERS', lane, group)
-if type(consumers) == 'table' and consumers.err then
-  -- No lane or no group (Redis lost its data): nothing to forget.
-  return {}
-end
-local forgotten = {}
-for _, info in ipairs(consumers) do
-  local c = {}
-  for i = 1, #info, 2 do
-    c[info[i]] = info[i + 1]
-  end
-  if c.name ~= keep and c.pending == 0 and c.idle >= minIdle then
-    redis.call('XGROUP', 'DELCONSUMER', lane, group, c.name)
-    forgotten[#forgotten + 1] = c.name
-  end
-end
-if #forgotten > 0 then
-  redis.call('HDEL', leases, unpack(forgotten))
-end
-return forgotten
+--- @include "forgetIdleConsumers"
+return forgetIdleConsumers(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3])

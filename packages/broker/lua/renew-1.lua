@@ -13,15 +13,5 @@
   Returns:
     the ids of the entries this consumer no longer holds
 ]]
---- @include "ownedBy"
-local lane = KEYS[1]
-local group, consumer = ARGV[1], ARGV[2]
-local lost = {}
-for i = 3, #ARGV do
-  if ownedBy(lane, group, ARGV[i], consumer) then
-    redis.call('XCLAIM', lane, group, consumer, 0, ARGV[i], 'JUSTID')
-  else
-    lost[#lost + 1] = ARGV[i]
-  end
-end
-return lost
+--- @include "renewHeld"
+return renewHeld(KEYS[1], ARGV[1], ARGV[2], { unpack(ARGV, 3) })

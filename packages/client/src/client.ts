@@ -18,6 +18,16 @@ import {
 } from "@flotilla/core";
 import { closeRedis, type OwnedRedis, openRedis, SubscriberHub, withRedis } from "@flotilla/core/redis";
 import { StatusFeed } from "@flotilla/events";
+import {
+  type CompiledGraph,
+  type Graph,
+  GraphClient,
+  type GraphInput,
+  type GraphRunHandle,
+  type ListRunsOptions,
+  type RunPage,
+  type StartGraphOptions,
+} from "@flotilla/graph";
 import type { FleetStatus, FleetStatusOptions } from "@flotilla/health";
 import { MemoryStores } from "@flotilla/memory";
 import { injectTrace, METRICS, SpanKind, withSpan } from "@flotilla/metrics";
@@ -43,7 +53,7 @@ const ListOptionsSchema = z
 /**
  * The application's side of Flotilla: submits agent runs and hands back TaskHandles. A small
  * façade: submitting and listing here, the rest in sub-clients — `deadLetters`, `fleet`,
- * `conversations`. It never loads the agent runtime: agents travel as their JSON.
+ * `conversations`, `graphs`. It never loads the agent runtime: agents travel as their JSON.
  */
 export class FlotillaClient {
   readonly keys: Keys;
@@ -53,6 +63,8 @@ export class FlotillaClient {
   readonly fleet: FleetClient;
   /** Conversations agents remember across tasks. */
   readonly conversations: ConversationsClient;
+  /** Workflow graphs (@flotilla/graph) on this client's connections: runs, templates. */
+  readonly graphs: GraphClient;
   private readonly options: ResolvedClientOptions;
   private readonly conn: OwnedRedis;
   private readonly store: TaskStore;
@@ -88,6 +100,30 @@ export class FlotillaClient {
     this.deadLetters = new DeadLettersClient(this.ctx);
     this.fleet = new FleetClient(this.ctx);
     this.conversations = new ConversationsClient(this.ctx, new MemoryStores(o.memory, () => this.conn.redis, this.keys.prefix, "client"));
+    this.graphs = new GraphClient(
+      {},
+      {
+        redis: this.conn.redis,
+        keys: this.keys,
+        blocking: () => openRedis(o.redis, "blocking", { connectTimeoutMs: o.connectTimeoutMs }).redis,
+        eventSource: async () => ({ redis: this.conn.redis, hub: await this.hub(), keys: this.keys, statusFeed: await this.ctx.statusFeed() }),
+      },
+    );
+  }
+
+  /**
+   * Starts a workflow graph run (JSON, a GraphBuilder's output, or a stored template's `name` /
+   * `name@version`) on `input`: see @flotilla/graph. Its nodes run on workers serving their node types.
+   */
+  startGraph(graph: GraphInput | Graph | CompiledGraph | string, input: JsonValue, options?: StartGraphOptions): Promise<GraphRunHandle> {
+    this.assertOpen();
+    return this.graphs.startGraph(graph, input, options);
+  }
+
+  /** Graph runs newest first, by status and graph name. */
+  listRuns(options?: ListRunsOptions): Promise<RunPage> {
+    this.assertOpen();
+    return this.graphs.listRuns(options);
   }
 
   /**

@@ -35,6 +35,14 @@ export const DEFAULTS = {
   /** Largest accepted submit payload (agent + input) as JSON. */
   maxPayloadBytes: 1_048_576,
   /**
+   * Largest task a worker reads (payload and metadata, as stored): a bigger one, written straight
+   * into Redis, fails PAYLOAD_TOO_LARGE and is dead-lettered without being parsed. Above the client's
+   * submit limit, with room for a graph node's payload (its inputs and the run state it carries).
+   */
+  workerMaxPayloadBytes: 8_388_608,
+  /** Largest output a graph node may return (as JSON): its run keeps every node's output. */
+  maxNodeOutputBytes: 1_048_576,
+  /**
    * Deepest nesting of objects and arrays accepted in user JSON (a task's agent, input and metadata),
    * at submit and when a worker reads a task. Far beyond what real inputs and JSON Schemas use (a
    * few dozen levels at most), far below what recursive JSON code survives (a few thousand).

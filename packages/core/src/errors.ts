@@ -50,6 +50,36 @@ export const ErrorCodes = {
    * capacity problem of Redis, not of the task: try again once memory frees.
    */
   REDIS_FULL: "REDIS_FULL",
+  /** A task a worker read is bigger than its `maxPayloadBytes`: never parsed, never run. */
+  PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
+  /** A graph node returned an output bigger than its worker's `maxOutputBytes`. */
+  OUTPUT_TOO_LARGE: "OUTPUT_TOO_LARGE",
+  /** A graph node task names a node type its worker does not serve. */
+  UNKNOWN_NODE_TYPE: "UNKNOWN_NODE_TYPE",
+  /** A graph that cannot run as written (an unknown node, an expression naming a node that is not an ancestor, a loop with no maxIterations…). */
+  INVALID_GRAPH: "INVALID_GRAPH",
+  /** A fan-out node returned more items than the run allows (maxFanOut), or no list. */
+  FANOUT_INVALID: "FANOUT_INVALID",
+  /** A node's route (its output's `next`, or its router's answer) names a node that is not among its `next`. */
+  INVALID_ROUTE: "INVALID_ROUTE",
+  /** A graph template name (or name@version) that is not stored. */
+  TEMPLATE_NOT_FOUND: "TEMPLATE_NOT_FOUND",
+  /** A graph run that does not exist (never started, or expired). */
+  RUN_NOT_FOUND: "RUN_NOT_FOUND",
+  /** A graph run failed: a node failed with no `all-done` join to absorb it. */
+  RUN_FAILED: "RUN_FAILED",
+  /** A graph run was cancelled. */
+  RUN_CANCELLED: "RUN_CANCELLED",
+  /** A bus event that cannot be read (not the fields or JSON the bus writes): dead-lettered at once. */
+  MALFORMED_EVENT: "MALFORMED_EVENT",
+  /** A bus event's payload is bigger than the bus allows (`maxPayloadBytes`). */
+  EVENT_TOO_LARGE: "EVENT_TOO_LARGE",
+  /** A bus event's delivery failed as often as its subscription allows (`maxRetries`): dead-lettered. */
+  RETRIES_EXHAUSTED: "RETRIES_EXHAUSTED",
+  /** A webhook answered with an error status or could not be reached. */
+  WEBHOOK_FAILED: "WEBHOOK_FAILED",
+  /** A bus subscription that does not exist on the topic. */
+  SUBSCRIPTION_NOT_FOUND: "SUBSCRIPTION_NOT_FOUND",
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
@@ -245,6 +275,13 @@ export const NON_RETRYABLE_CODES: readonly string[] = [
   ErrorCodes.OUTPUT_INVALID,
   ErrorCodes.UNKNOWN_MEMORY,
   ErrorCodes.CANCELLED,
+  ErrorCodes.UNKNOWN_NODE_TYPE,
+  ErrorCodes.PAYLOAD_TOO_LARGE,
+  ErrorCodes.OUTPUT_TOO_LARGE,
+  ErrorCodes.FANOUT_INVALID,
+  ErrorCodes.INVALID_ROUTE,
+  ErrorCodes.MALFORMED_EVENT,
+  ErrorCodes.EVENT_TOO_LARGE,
 ];
 const NON_RETRYABLE: ReadonlySet<string> = new Set(NON_RETRYABLE_CODES);
 

@@ -33,6 +33,8 @@ export { CONSUMER_GROUP, createKeys, type Keys, STATS_BUCKET_MS, splitTaskId, ty
 export { type LogFields, type Logger, silentLogger } from "./logger.ts";
 export type { AgentResult, OutputCarrier, ResultOf } from "./result.ts";
 export {
+  type AgentPayload,
+  AgentPayloadSchema,
   type AgentSpec,
   type AgentSpecInput,
   AgentSpecSchema,
@@ -41,6 +43,8 @@ export {
   BackoffSchema,
   backoffDelay,
   DEFAULT_BACKOFF,
+  IdempotencyKeySchema,
+  IdempotencyWindowSchema,
   isTerminal,
   type JsonValue,
   JsonValueSchema,
@@ -48,6 +52,8 @@ export {
   laneOfPriority,
   type Message,
   MessageSchema,
+  type NodePayload,
+  NodePayloadSchema,
   PRIORITIES,
   type Priority,
   PriorityOptionSchema,
@@ -74,6 +80,7 @@ export {
   type TaskStatus,
   TaskStatusSchema,
   TERMINAL_STATUSES,
+  TimeoutMsSchema,
   type TokenUsage,
   TokenUsageSchema,
 } from "./schemas.ts";

@@ -72,6 +72,12 @@ export interface Keys {
   kept(queue: string, kind: "completed" | "failed"): string;
   /** String: what one submit batch created, so a resend after a lost reply does not create it twice (store). */
   submitMarker(queue: string, batchId: string): string;
+  /**
+   * Sorted set: ids of the queue's graph node tasks that ended and whose run has not yet been told,
+   * scored by when they ended (ms). Written by the scripts that end a task (store), cleared by the
+   * graph engine once the node's successors exist; a live worker's sweeper finishes what a crash left.
+   */
+  handoff(queue: string): string;
   /** String: which entries one claim call took, so a resend after a lost reply starts those again (broker). */
   claimMarker(queue: string, callId: string): string;
   /** Hash: each consumer's lease (ms) on the queue, so a reclaimer waits out the holder's lease, not its own (broker). */
@@ -90,6 +96,49 @@ export interface Keys {
   workers(): string;
   /** String (JSON): one worker's heartbeat record. */
   worker(workerId: string): string;
+  /**
+   * Hash: a graph run's record (status, graph, topology, input, open node count). A run's keys carry
+   * its id as their hash tag: one slot per run, apart from its node tasks' queues (see @flotilla/graph).
+   */
+  run(runId: string): string;
+  /** Hash: a run's node instances (`<node>@<branch>#<n>`) → state (CREATED … EXECUTED | ERRORED | CANCELLED | SKIPPED), and what each one's end created. */
+  runNodes(runId: string): string;
+  /** Hash: a run's node instances → their outputs (JSON); `!<instance>` → the error of one that failed. */
+  runOutputs(runId: string): string;
+  /** Hash: a run's join counters (in-edges resolved per node and branch), fan-out widths and loop counts. */
+  runJoins(runId: string): string;
+  /** Stream: a run's lifecycle events (run and node started / finished), for replay and live reading. */
+  runEvents(runId: string): string;
+  /** Sorted set: graph run ids by start time, for listing. */
+  graphRuns(): string;
+  /** Hash: a graph template's versions (`<n>` → the graph's JSON) and `latest`, by the template's name. */
+  graphTemplate(name: string): string;
+  /**
+   * Sorted set: runs being started, by when (ms): written before a run's record and cleared once its
+   * first node tasks exist, so a sweeper finishes a start whose process died.
+   */
+  graphStarting(): string;
+  /**
+   * Stream: a bus topic's events (@flotilla/bus). A topic's keys carry its name as their hash tag:
+   * its stream, its groups' retries, errors and dead letters share one slot.
+   */
+  topic(topic: string): string;
+  /** What every other key of a topic starts with (`<topic>:`), for scripts that build per-event keys of one topic. */
+  topicBase(topic: string): string;
+  /** Stream: one subscriber group's dead letters on a topic, with the reason, the attempts and the last error. */
+  topicDeadLetters(topic: string, group: string): string;
+  /** Sorted set: a group's events waiting to be delivered again (failed, in backoff), scored by when they are due. */
+  topicRetries(topic: string, group: string): string;
+  /** Hash: a group's events that failed and wait for their next delivery → the last error (JSON). */
+  topicErrors(topic: string, group: string): string;
+  /** Hash: a topic's counters: `published`, and `<group>:<count>` for delivered, acked, retried, reclaimed, dead. */
+  topicStats(topic: string): string;
+  /** Hash: a group's consumers → their lease (ms), so a reclaimer waits out the holder's lease, not its own. */
+  topicLeases(topic: string, group: string): string;
+  /** Stream: a topic's notable deliveries (retried, reclaimed, dead-lettered), capped. */
+  topicMetrics(topic: string): string;
+  /** Set: every topic published to or subscribed, for listing. */
+  topics(): string;
 }
 
 export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
@@ -101,6 +150,10 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
   const tagged = (kind: string, id: string) => {
     if (!SAFE_ID.test(id)) throw invalid(kind, id);
     return `${prefix}:${kind}:{${id}}`;
+  };
+  const group = (g: string) => {
+    if (!SAFE_ID.test(g)) throw invalid("group", g);
+    return g;
   };
   const ofTask = (kind: string, taskId: string) => {
     const { queue, name } = splitTaskId(taskId);
@@ -122,6 +175,7 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
     taskIndex: (q) => `${tagged("queue", q)}:tasks`,
     kept: (q, kind) => `${tagged("queue", q)}:kept:${kind}`,
     submitMarker: (q, id) => `${tagged("queue", q)}:batch:${id}`,
+    handoff: (q) => `${tagged("queue", q)}:handoff`,
     claimMarker: (q, id) => `${tagged("queue", q)}:claim:${id}`,
     leases: (q) => `${tagged("queue", q)}:leases`,
     stats: (q, at) => `${tagged("queue", q)}:stats:${Math.floor(at / STATS_BUCKET_MS)}`,
@@ -130,6 +184,26 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
     idempotency: (key) => `${prefix}:idem:{${bytesToHex(sha1(utf8ToBytes(key)))}}`,
     memory: (id) => tagged("memory", id),
     workers: () => `${prefix}:{health}:workers`,
+    run: (id) => tagged("run", id),
+    runNodes: (id) => `${tagged("run", id)}:nodes`,
+    runOutputs: (id) => `${tagged("run", id)}:outputs`,
+    runJoins: (id) => `${tagged("run", id)}:joins`,
+    runEvents: (id) => `${tagged("run", id)}:events`,
+    graphRuns: () => `${prefix}:{graph}:runs`,
+    graphStarting: () => `${prefix}:{graph}:starting`,
+    topic: (t) => tagged("topic", t),
+    topicBase: (t) => `${tagged("topic", t)}:`,
+    topicDeadLetters: (t, g) => `${tagged("topic", t)}:dead:${group(g)}`,
+    topicRetries: (t, g) => `${tagged("topic", t)}:retry:${group(g)}`,
+    topicErrors: (t, g) => `${tagged("topic", t)}:errors:${group(g)}`,
+    topicStats: (t) => `${tagged("topic", t)}:stats`,
+    topicLeases: (t, g) => `${tagged("topic", t)}:leases:${group(g)}`,
+    topicMetrics: (t) => `${tagged("topic", t)}:metrics`,
+    topics: () => `${prefix}:{fleet}:topics`,
+    graphTemplate: (name) => {
+      if (!SAFE_ID.test(name)) throw invalid("template", name);
+      return `${prefix}:{graph}:template:${name}`;
+    },
     worker: (id) => {
       if (!SAFE_ID.test(id)) throw invalid("worker", id);
       return `${prefix}:{health}:worker:${id}`;

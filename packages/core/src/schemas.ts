@@ -148,15 +148,27 @@ export function backoffDelay(backoff: Backoff, retries: number, random: number =
   return exponentialDelay({ baseMs: backoff.delayMs, maxMs: backoff.maxDelayMs, jitter: backoff.jitter }, retries, random);
 }
 
+/** A task's (or graph node's) time limit per attempt: at most a week. */
+export const TimeoutMsSchema = z
+  .number()
+  .int()
+  .positive()
+  .max(7 * 24 * 3600_000);
+
+/** An idempotency key (of a task's submit or a graph run's start). */
+export const IdempotencyKeySchema = z.string().min(1).max(512);
+/** How long an idempotency key holds: at most 30 days. @default 86_400_000 (24 h) */
+export const IdempotencyWindowSchema = z
+  .number()
+  .int()
+  .positive()
+  .max(30 * 86_400_000)
+  .default(86_400_000);
+
 export const SubmitOptionsSchema = z
   .object({
     queue: QueueNameSchema.default("default"),
-    timeoutMs: z
-      .number()
-      .int()
-      .positive()
-      .max(7 * 24 * 3600_000)
-      .optional(),
+    timeoutMs: TimeoutMsSchema.optional(),
     maxRetries: z.number().int().min(0).max(100).default(0),
     /** Attempts started at most, counting crash reclaims. @default maxRetries + 3 */
     maxDeliveries: z.number().int().min(1).max(1000).optional(),
@@ -178,22 +190,34 @@ export const SubmitOptionsSchema = z
     /** The task's name within its queue (or its whole `<queue>/<name>` id). @default a new time-ordered id */
     taskId: TaskIdOptionSchema.optional(),
     /** A second submit with the same key within its window returns the first task's handle. */
-    idempotencyKey: z.string().min(1).max(512).optional(),
+    idempotencyKey: IdempotencyKeySchema.optional(),
     /** How long an idempotency key holds. @default 86_400_000 (24 h) */
-    idempotencyWindowMs: z
-      .number()
-      .int()
-      .positive()
-      .max(30 * 86_400_000)
-      .default(86_400_000),
+    idempotencyWindowMs: IdempotencyWindowSchema,
   })
   .strict()
   .refine((o) => o.delayMs === undefined || o.runAt === undefined, { message: "give delayMs or runAt, not both", path: ["runAt"] });
 export type SubmitOptions = z.input<typeof SubmitOptionsSchema>;
 export type ResolvedSubmitOptions = z.output<typeof SubmitOptionsSchema>;
 
-/** What the queue carries for each task: the agent and its input. */
-export const TaskPayloadSchema = z.object({ agent: RunnableSpecSchema, input: JsonValueSchema }).strict();
+/** What the queue carries for an agent's task: the agent and its input. */
+export const AgentPayloadSchema = z.object({ agent: RunnableSpecSchema, input: JsonValueSchema }).strict();
+export type AgentPayload = z.infer<typeof AgentPayloadSchema>;
+
+/**
+ * What the queue carries for a graph node's task (@flotilla/graph builds it and reads `node` in
+ * full): which node of which run, its resolved inputs and the run state it sees.
+ */
+export const NodePayloadSchema = z
+  .object({
+    node: z.looseObject({ run: z.string().min(1), id: z.string().min(1), type: z.string().min(1) }),
+    input: JsonValueSchema,
+    state: JsonValueSchema.optional(),
+  })
+  .strict();
+export type NodePayload = z.infer<typeof NodePayloadSchema>;
+
+/** What the queue carries for each task: an agent and its input, or a graph node. */
+export const TaskPayloadSchema = z.union([AgentPayloadSchema, NodePayloadSchema]);
 export type TaskPayload = z.infer<typeof TaskPayloadSchema>;
 
 export const TaskErrorSchema = z.object({ message: z.string(), code: z.string() });

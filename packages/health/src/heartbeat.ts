@@ -8,6 +8,9 @@ import { scripts } from "./scripts.ts";
 export interface HeartbeatOptions {
   workerId: string;
   queues: readonly string[];
+  /** The graph node types served, listed in the record. */
+  nodeTypes?: readonly string[] | undefined;
+  subscriptions?: readonly string[] | undefined;
   concurrency: number;
   /** The record expires this long after the last beat; beats come every third of it. @default DEFAULTS.heartbeatTtlMs (15_000) */
   ttlMs?: number;
@@ -29,6 +32,9 @@ export class Heartbeat {
   /** Redis's time at the first beat. */
   private startedAt: number | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** The beat being written, which stop() waits for: a beat landing after the record's removal would bring it back. */
+  private beating: Promise<unknown> | undefined;
+  private stopped = false;
 
   constructor(redis: Redis, keys: Keys, options: HeartbeatOptions) {
     this.redis = redis;
@@ -52,8 +58,17 @@ export class Heartbeat {
    * Writes the record and the beat's time. The time is Redis's own (TIME), not this process's: a
    * worker whose clock runs ahead or behind is still judged by the readers' one clock.
    */
-  async beat(): Promise<void> {
+  beat(): Promise<void> {
+    const written = this.write();
+    this.beating = written.catch(() => {});
+    return written;
+  }
+
+  private async write(): Promise<void> {
+    if (this.stopped) return;
     const now = await redisTime(this.redis);
+    // Stopped while Redis's time was read: the record is being removed; write nothing.
+    if (this.stopped) return;
     this.startedAt ??= now;
     const live = this.opts.snapshot();
     const record: WorkerRecord = {
@@ -61,6 +76,8 @@ export class Heartbeat {
       hostname: hostname(),
       pid: process.pid,
       queues: [...this.opts.queues],
+      ...(this.opts.nodeTypes && { nodeTypes: [...this.opts.nodeTypes] }),
+      ...(this.opts.subscriptions && { subscriptions: [...this.opts.subscriptions] }),
       concurrency: this.opts.concurrency,
       running: live.running,
       completed: live.completed,
@@ -80,8 +97,10 @@ export class Heartbeat {
 
   /** Stops beating and removes the record at once. */
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    await this.beating;
     const replies = await this.redis.pipeline().del(this.keys.worker(this.opts.workerId)).zrem(this.keys.workers(), this.opts.workerId).exec();
     for (const [err] of replies ?? []) if (err) throw err;
   }

@@ -6,6 +6,10 @@ export const WorkerRecordSchema = z.object({
   hostname: z.string(),
   pid: z.number().int(),
   queues: z.array(z.string()),
+  /** The graph node types the worker serves (@flotilla/graph), when it serves any. */
+  nodeTypes: z.array(z.string()).optional(),
+  /** The bus subscriptions the worker serves (`<topic>/<name>`). */
+  subscriptions: z.array(z.string()).optional(),
   concurrency: z.number().int().positive(),
   running: z.array(z.string()),
   completed: z.number().int().min(0),

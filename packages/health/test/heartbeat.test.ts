@@ -42,6 +42,23 @@ describe("Heartbeat and getFleetStatus", () => {
     expect((await getFleetStatus(redis, keys)).workers).toHaveLength(0);
   });
 
+  it("a beat in flight when the worker stops does not bring its record back", async () => {
+    const beat = new Heartbeat(redis, keys, {
+      workerId: "w-race",
+      queues: ["q"],
+      concurrency: 1,
+      ttlMs: 60_000,
+      snapshot: () => ({ running: [], completed: 0, failed: 0 }),
+    });
+    await beat.start();
+    // A beat reads Redis's time first, then writes: stop() is sent in between, on the same connection.
+    const inFlight = beat.beat();
+    await beat.stop();
+    await inFlight;
+    expect(await redis.zscore(keys.workers(), "w-race")).toBeNull();
+    expect(await redis.exists(keys.worker("w-race"))).toBe(0);
+  });
+
   it("marks a worker that stopped beating as dead", async () => {
     const beat = new Heartbeat(redis, keys, {
       workerId: "w2",

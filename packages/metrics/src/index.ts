@@ -15,6 +15,7 @@ export {
 export { type QueueState, readFleetFigures } from "./fleet-figures.ts";
 export {
   attributeKey,
+  type BusGroupFigures,
   DURATION_BUCKETS,
   defaultMetrics,
   FlotillaMetrics,

@@ -19,6 +19,17 @@ export const METRICS = {
   redisMemoryMax: "flotilla.redis.memory.max",
   eventsEmitted: "flotilla.stream.events.emitted",
   publishDuration: "flotilla.stream.event.publish_duration",
+  graphRunDuration: "flotilla.graph.run.duration",
+  graphNodeDuration: "flotilla.graph.node.duration",
+  busPublished: "flotilla.bus.published",
+  busDelivered: "flotilla.bus.delivered",
+  busAcked: "flotilla.bus.acked",
+  busRetried: "flotilla.bus.retried",
+  busReclaimed: "flotilla.bus.reclaimed",
+  busDeadLettered: "flotilla.bus.dead_lettered",
+  busHandleDuration: "flotilla.bus.handle.duration",
+  busLag: "flotilla.bus.lag",
+  busPending: "flotilla.bus.pending",
 } as const;
 
 /**
@@ -28,7 +39,14 @@ export const METRICS = {
  */
 export const DURATION_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
 /** The histograms, all durations in seconds (unit `s`). */
-export const SECONDS_METRICS: readonly string[] = [METRICS.duration, METRICS.waitTime, METRICS.publishDuration];
+export const SECONDS_METRICS: readonly string[] = [
+  METRICS.duration,
+  METRICS.waitTime,
+  METRICS.publishDuration,
+  METRICS.graphRunDuration,
+  METRICS.graphNodeDuration,
+  METRICS.busHandleDuration,
+];
 /** Publishing a batch of events takes milliseconds: finer buckets, in seconds. */
 export const PUBLISH_BUCKETS: readonly number[] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
@@ -47,6 +65,16 @@ export interface MetricsSnapshot {
   counters: Record<string, Record<string, number>>;
   gauges: Record<string, Record<string, number>>;
   histograms: Record<string, Record<string, HistogramSummary>>;
+}
+
+/** One subscriber group's backlog on a topic, for the bus gauges. */
+export interface BusGroupFigures {
+  topic: string;
+  group: string;
+  /** Entries of the topic not yet delivered to the group. */
+  lag: number;
+  /** Entries delivered to the group and not yet settled (in progress or waiting for a retry). */
+  pending: number;
 }
 
 export interface QueueFigures {
@@ -110,6 +138,7 @@ export class FlotillaMetrics {
   private readonly queueSources = new Set<() => readonly QueueFigures[]>();
   private readonly workerSources = new Set<() => number | undefined>();
   private readonly memorySources = new Set<() => RedisMemory | undefined>();
+  private readonly busSources = new Set<() => readonly BusGroupFigures[]>();
 
   constructor(options: FlotillaMetricsOptions = {}) {
     this.meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter("@flotilla/metrics");
@@ -128,6 +157,26 @@ export class FlotillaMetrics {
     histogram(METRICS.duration, "How long a task's attempt ran", DURATION_BUCKETS);
     histogram(METRICS.waitTime, "How long a task waited in its queue before it first started", DURATION_BUCKETS);
     histogram(METRICS.publishDuration, "How long a batch of events took to publish", PUBLISH_BUCKETS);
+    histogram(METRICS.graphRunDuration, "How long a graph run took, start to end", DURATION_BUCKETS);
+    histogram(METRICS.graphNodeDuration, "How long a graph node's attempt ran", DURATION_BUCKETS);
+    counter(METRICS.busPublished, "Bus events published", "{event}");
+    counter(METRICS.busDelivered, "Bus events delivered to a subscriber group's consumer (first deliveries and redeliveries)", "{event}");
+    counter(METRICS.busAcked, "Bus events a subscriber group settled", "{event}");
+    counter(METRICS.busRetried, "Bus deliveries that failed and wait to be delivered again", "{event}");
+    counter(METRICS.busReclaimed, "Bus deliveries taken over from a consumer whose lease lapsed", "{event}");
+    counter(METRICS.busDeadLettered, "Bus events moved to a subscriber group's dead letters", "{event}");
+    histogram(METRICS.busHandleDuration, "How long a bus event's handler ran", DURATION_BUCKETS);
+    const lag = this.meter.createObservableGauge(METRICS.busLag, { description: "Topic entries not yet delivered to the group", unit: "{event}" });
+    const busPending = this.meter.createObservableGauge(METRICS.busPending, {
+      description: "Events delivered to the group and not yet settled",
+      unit: "{event}",
+    });
+    lag.addCallback((r) => {
+      for (const g of this.busFigures()) r.observe(g.lag, { topic: g.topic, group: g.group });
+    });
+    busPending.addCallback((r) => {
+      for (const g of this.busFigures()) r.observe(g.pending, { topic: g.topic, group: g.group });
+    });
     const depth = this.meter.createObservableGauge(METRICS.queueDepth, { description: "Entries waiting in the queue", unit: "{entry}" });
     const pending = this.meter.createObservableGauge(METRICS.queuePending, { description: "Entries claimed and in flight", unit: "{entry}" });
     const live = this.meter.createObservableGauge(METRICS.workersLive, { description: "Workers with a live heartbeat", unit: "{worker}" });
@@ -179,6 +228,16 @@ export class FlotillaMetrics {
     return () => this.queueSources.delete(source);
   }
 
+  /** Subscriber groups' lag and pending counts for the bus gauges; returns the function that stops observing. */
+  observeBus(source: () => readonly BusGroupFigures[]): () => void {
+    this.busSources.add(source);
+    return () => this.busSources.delete(source);
+  }
+
+  private busFigures(): BusGroupFigures[] {
+    return [...this.busSources].flatMap((s) => s());
+  }
+
   /** The live-worker count for its gauge; returns the function that stops observing. */
   observeWorkers(source: () => number | undefined): () => void {
     this.workerSources.add(source);
@@ -220,6 +279,18 @@ export class FlotillaMetrics {
     for (const q of this.queueFigures()) {
       gauges[METRICS.queueDepth]![attributeKey({ queue: q.queue })] = q.waiting;
       gauges[METRICS.queuePending]![attributeKey({ queue: q.queue })] = q.inFlight;
+    }
+    const bus = this.busFigures();
+    if (bus.length > 0) {
+      const lag: Record<string, number> = {};
+      const pending: Record<string, number> = {};
+      for (const g of bus) {
+        const key = attributeKey({ topic: g.topic, group: g.group });
+        lag[key] = g.lag;
+        pending[key] = g.pending;
+      }
+      gauges[METRICS.busLag] = lag;
+      gauges[METRICS.busPending] = pending;
     }
     const live = this.liveWorkers();
     if (live !== undefined) gauges[METRICS.workersLive] = { "": live };

@@ -37,6 +37,7 @@
 --- @include "countStat"
 --- @include "recordFault"
 --- @include "finish"
+--- @include "noteHandoff"
 -- The fields a letter keeps as they were: every one a script checks, none of the big ones.
 local KEPT = { 'taskId', 'status', 'attempt', 'createdAt', 'startedAt', 'seq', 'maxDeliveries', 'deliveriesBase',
   'retries', 'maxRetries', 'timeoutMs', 'cancelRequestedAt', 'waitMs', 'agent', 'workerId', 'entryId', 'log' }
@@ -79,6 +80,7 @@ if keyType == 'hash' and not isTerminal(values[2]) then
     statusEvent(batch, 'FAILED', taskId, attempt, values[14] or '', seq, log, ',"error":' .. errText))
   redis.call('PEXPIRE', record, recordTtlMs)
   countStat(batch, 'failed')
+  noteHandoff(now, record, taskId)
   failed = 1
 end
 finish(batch, statsKey, statusChannel)

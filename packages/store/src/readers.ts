@@ -46,3 +46,25 @@ export async function readCancelRequests(redis: Redis, keys: Keys, taskIds: read
 export async function listQueues(redis: Redis, keys: Keys): Promise<string[]> {
   return (await redis.smembers(keys.queues())).sort();
 }
+
+/**
+ * Graph node tasks of a queue that ended at or before `endedBefore` (ms, Redis's clock) and whose
+ * hand-off is not yet cleared: task id → when it ended, oldest first, at most `limit`.
+ */
+export async function readHandoffs(
+  redis: Redis,
+  keys: Keys,
+  queue: string,
+  endedBefore: number,
+  limit: number,
+): Promise<Array<{ taskId: string; endedAt: number }>> {
+  const flat = await redis.zrangebyscore(keys.handoff(queue), "-inf", endedBefore, "WITHSCORES", "LIMIT", 0, limit);
+  const out: Array<{ taskId: string; endedAt: number }> = [];
+  for (let i = 0; i < flat.length; i += 2) out.push({ taskId: flat[i]!, endedAt: Number(flat[i + 1]) });
+  return out;
+}
+
+/** Clears hand-offs the graph engine finished (their successors exist): they are not swept again. */
+export async function clearHandoffs(redis: Redis, keys: Keys, queue: string, taskIds: readonly string[]): Promise<void> {
+  if (taskIds.length > 0) await redis.zrem(keys.handoff(queue), ...taskIds);
+}

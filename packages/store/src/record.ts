@@ -20,7 +20,7 @@ export const RECORD_FIELDS = {
   taskId: "`<queue>/<name>`",
   queue: "the queue it was submitted to",
   agent: "the agent's (or swarm's) name, stamped on every event",
-  payload: "JSON of `{ agent, input }`; read only by the worker that starts the task",
+  payload: "JSON of `{ agent, input }` (a graph node's: `{ node, input, state }`); read only by the worker that starts the task",
   createdAt: "submit time (ms)",
   detailed: '"1" when every event type is kept, else only status, text and progress (stored only when "1")',
   maxRetries: "retries allowed after a failed attempt",
@@ -32,6 +32,7 @@ export const RECORD_FIELDS = {
   priority: "its lane when not normal: high | low",
   submitId: "set for a caller-chosen id, so a resent create is not taken for a duplicate",
   trace: "W3C trace context of the submit (JSON carrier), continued by the worker",
+  handoff: '"1" on a graph node task: the script that ends it notes it in its queue\'s hand-off set (see includes/noteHandoff.lua)',
   // Where it is (written by the start, settle, cancel and requeue scripts).
   status: "PENDING | RUNNING | RETRYING | COMPLETED | FAILED | CANCELLED",
   attempt: "the current attempt's number: every start adds one, and fences the attempts before it",

@@ -19,6 +19,7 @@ export const CREATE_TASK_FIELDS = [
   "lane",
   "submitId",
   "trace",
+  "handoff",
 ] as const;
 
 /** start-4.lua, per entry (ARGV[8..]). */

@@ -51,6 +51,11 @@ export interface NewTask {
   submitId?: string | undefined;
   /** W3C trace context of the submit (JSON of `{ traceparent, tracestate }`), continued by the worker. */
   trace?: string | undefined;
+  /**
+   * A graph node task: when it ends (however it ends), the script that ends it notes its id in the
+   * queue's hand-off set (`keys.handoff`), read with `readHandoffs` (see @flotilla/graph).
+   */
+  handoff?: boolean | undefined;
 }
 
 /** Trim a queue's index once in this many creates. */
@@ -115,6 +120,7 @@ export class TaskStore {
           lane: laneNumber(t.priority),
           submitId: t.submitId ?? "",
           trace: t.trace ?? "",
+          handoff: t.handoff ? 1 : "",
         },
         args,
       );

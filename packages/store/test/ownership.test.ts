@@ -2,7 +2,10 @@
 // over the source. The owners: broker — lanes, delayed sets, dead letters, claim markers; store —
 // task records (every field in RECORD_FIELDS), event streams, the task index, statistics buckets,
 // submit markers, the kept sets; cancel — the cancel channel; health — the heartbeat records and
-// registry. (packages/core/README.md lists every key.)
+// registry; graph — a run's keys (its record, nodes, outputs and joins hashes, its events stream);
+// bus — a topic's keys (its stream and consumer groups, its groups' retries, errors and dead
+// letters, its counters, leases and metrics stream).
+// (packages/core/README.md lists every key.)
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -61,23 +64,39 @@ const luaCalls: Call[] = packagesWith("lua").flatMap((pkg) =>
 
 describe("ownership of keys and fields", () => {
   it("finds the scripts it checks", () => {
-    expect(new Set(luaCalls.map((c) => c.pkg))).toEqual(new Set(["broker", "cancel", "health", "store"]));
+    expect(new Set(luaCalls.map((c) => c.pkg))).toEqual(new Set(["broker", "bus", "cancel", "graph", "health", "store"]));
   });
 
-  it("only the store's Lua touches hashes (task records, statistics buckets), but for the broker's own leases hash", () => {
-    const strays = luaCalls.filter((c) => /^H/.test(c.cmd) && c.pkg !== "store" && !(c.pkg === "broker" && c.key === "leases"));
+  it("only the store's Lua touches hashes (task records, statistics buckets), but for the broker's own leases hash, the graph's run hashes and a topic's hashes", () => {
+    const runHashes = ["KEYS[1]", "KEYS[2]", "KEYS[3]", "KEYS[4]", "runKey", "nodesKey", "outputsKey", "joinsKey", "run.key", "key"];
+    const topicHashes = ["stats", "k.stats", "errors", "k.errors", "leases"];
+    const strays = luaCalls.filter(
+      (c) =>
+        /^H/.test(c.cmd) &&
+        c.pkg !== "store" &&
+        !(c.pkg === "broker" && c.key === "leases") &&
+        !(c.pkg === "graph" && runHashes.includes(c.key)) &&
+        !(c.pkg === "bus" && topicHashes.includes(c.key)),
+    );
     expect(strays).toEqual([]);
     expect(luaCalls.filter((c) => /^H/.test(c.cmd) && c.pkg === "broker").map((c) => c.file)).not.toEqual([]);
   });
 
-  it("only the broker's Lua reads, acknowledges, claims or deletes queue entries", () => {
+  it("only the broker's Lua reads, acknowledges, claims or deletes queue entries (the bus: entries of its topics and dead letters)", () => {
     const groupCommands = ["XREADGROUP", "XACK", "XCLAIM", "XAUTOCLAIM", "XPENDING", "XDEL"];
-    expect(luaCalls.filter((c) => groupCommands.includes(c.cmd) && c.pkg !== "broker")).toEqual([]);
+    const topicStreams = ["stream", "k.stream", "dead"];
+    expect(luaCalls.filter((c) => groupCommands.includes(c.cmd) && c.pkg !== "broker" && !(c.pkg === "bus" && topicStreams.includes(c.key)))).toEqual([]);
   });
 
   it("the store adds to streams and sorted sets only its own: the event stream, the task index and the kept sets", () => {
     const adds = luaCalls.filter((c) => c.pkg === "store" && ["XADD", "ZADD", "ZRANGE", "ZREM"].includes(c.cmd));
-    expect(adds.map((c) => `${c.cmd} ${c.key}`).sort()).toEqual(["XADD stream", "ZADD index", "ZADD keep.set", "ZREM batch.keep.index"]);
+    expect(adds.map((c) => `${c.cmd} ${c.key}`).sort()).toEqual([
+      "XADD stream",
+      "ZADD index",
+      "ZADD keep.set",
+      "ZADD prefix .. ':queue:' .. tag .. ':handoff'",
+      "ZREM batch.keep.index",
+    ]);
   });
 
   it("the health package's Lua writes only the heartbeat: the worker's record and the registry", () => {
@@ -143,12 +162,21 @@ describe("ownership of keys and fields", () => {
     expect(unused).toEqual([]);
   });
 
-  it("no package but the store reads or writes hash fields from TypeScript", () => {
+  it("no package but the store (task records), the graph's run store and templates and the bus's topic counters (their hashes) reads or writes hash fields from TypeScript", () => {
     const strays: string[] = [];
     for (const dir of ["packages", "apps", "examples"]) {
       for (const file of files(join(ROOT, dir), ".ts")) {
         const rel = relative(ROOT, file);
-        if (rel.startsWith("packages/store/") || rel.includes("/test/")) continue;
+        if (
+          rel.startsWith("packages/store/") ||
+          rel === "packages/graph/src/run-store.ts" ||
+          rel === "packages/graph/src/templates.ts" ||
+          // A topic's counters (its stats hash): the consumer counts deliveries, the readers read them.
+          rel === "packages/bus/src/consumer.ts" ||
+          rel === "packages/bus/src/readers.ts" ||
+          rel.includes("/test/")
+        )
+          continue;
         if (/\.(hmget|hget|hset|hdel|hgetall|hincrby|hexists)\(/i.test(readFileSync(file, "utf8"))) strays.push(rel);
       }
     }

@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { Agent, Swarm } from "@flotilla/agent";
 import { FlotillaClient, type FlotillaEvent, TaskCancelledError, TaskFailedError } from "@flotilla/client";
 import { createKeys, DEFAULT_BACKOFF, ErrorCodes } from "@flotilla/core";
+import { GraphClient, graphWorker } from "@flotilla/graph";
 import {
   onCluster,
   purgePrefix,
@@ -142,6 +143,41 @@ describe("Temporal executor (real Temporal dev server)", () => {
     // The workflow id is the task id, and it completed.
     const described = await temporal.workflow.getHandle((await client.listTasks({ queue: "temporal", limit: 1 })).tasks[0]!.taskId).describe();
     expect(described.status.name).toBe("COMPLETED");
+  });
+
+  it("runs a graph whose agent nodes run on a Temporal-mode worker: each node task is a workflow", async () => {
+    const outline = new Agent({ name: "g-outline", model: "scripted:x", options: { scripted: { reply: "outline of {input}" } } });
+    const draft = new Agent({ name: "g-draft", model: "scripted:x", options: { scripted: { reply: "draft from {input}" } } });
+    const worker = new FlotillaWorker({
+      redis: testConnection(),
+      prefix,
+      blockMs: 500,
+      executor: temporalExecutor({ client: temporal, taskQueue, activity }),
+      graph: graphWorker({ agents: [outline, draft] }),
+    });
+    flotillaWorkers.push(worker);
+    await worker.start();
+    const graphs = new GraphClient({ redis: testConnection(), prefix });
+    try {
+      const run = await graphs.startGraph(
+        {
+          nodes: [
+            { id: "outline", type: "g-outline", inputs: { topic: "${{input.topic}}" }, next: ["draft"] },
+            { id: "draft", type: "g-draft", inputs: { from: "${{outline.outputs.text}}" } },
+          ],
+        },
+        { topic: "tides" },
+      );
+      const result = (await run.result({ timeoutMs: 60_000 })) as { draft: { text: string } };
+      expect(result.draft.text).toContain("draft from");
+      expect(result.draft.text).toContain("outline of");
+      for (const node of (await run.status()).nodes) {
+        const described = await temporal.workflow.getHandle(node.taskId).describe();
+        expect(described.status.name, node.taskId).toBe("COMPLETED");
+      }
+    } finally {
+      await graphs.close();
+    }
   });
 
   it("streams a tool's progress, and fails the task at once on a tool's UnrecoverableError, as Redis mode does", async () => {

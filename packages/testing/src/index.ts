@@ -1,4 +1,5 @@
 // @flotilla/testing: test Flotilla agents and workers against a real Redis.
+export { aclRefusals } from "./acl-log.ts";
 export { echo, scripted } from "./agents.ts";
 export { collect } from "./collect.ts";
 export {
@@ -20,7 +21,9 @@ export { testPrefix } from "./prefix.ts";
 export { keysUnder, purgePrefix, scanPrefix } from "./purge.ts";
 export { type LoggedLine, recordingLogger } from "./recording-logger.ts";
 export { type ClusterNodeAddress, type RedisClusterOptions, startRedisCluster, type TestRedisCluster } from "./redis-cluster.ts";
+export { type RedisSentinelOptions, type SentinelAddress, startRedisSentinel, type TestRedisSentinel } from "./redis-sentinel.ts";
 export { type RedisServerOptions, startRedisServer, type TestRedisServer } from "./redis-server.ts";
+export { type RedisTlsServerOptions, startRedisTlsServer, type TestRedisTlsServer } from "./redis-tls.ts";
 export {
   NO_TEMPORAL_NOTE,
   startTemporalServer,
@@ -30,4 +33,5 @@ export {
   temporalBinary,
 } from "./temporal-server.ts";
 export { createTestEnv, type StopWorkersOptions, TEST_WORKER_DEFAULTS, type TestEnv, type TestEnvOptions } from "./test-env.ts";
+export { makeTlsCertificates, type TlsCertificates } from "./tls-certificates.ts";
 export { type WaitForOptions, waitFor } from "./wait-for.ts";

@@ -1,6 +1,7 @@
 import type { Lane } from "@flotilla/broker";
 import type { CancelListener } from "@flotilla/cancel";
 import {
+  AgentPayloadSchema,
   type Backoff,
   backoffDelay,
   checkJsonDepth,
@@ -10,28 +11,34 @@ import {
   type JsonValue,
   JsonValueSchema,
   type Keys,
+  NodePayloadSchema,
   parseJsonOr,
   parseStored,
   type Retention,
   type RunnableSpec,
   type TaskError,
-  TaskPayloadSchema,
+  type TaskPayload,
   type TokenUsage,
   toTaskError,
 } from "@flotilla/core";
-import { EventPublisher } from "@flotilla/events";
+import { type AgentEvent, EventPublisher } from "@flotilla/events";
 import { extractTrace, type FlotillaMetrics, METRICS, SpanKind, withSpan } from "@flotilla/metrics";
 import type { FinishInput, StartReply } from "@flotilla/store";
 import { SpanStatusCode } from "@opentelemetry/api";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 import { AbortReason } from "./abort-reason.ts";
-import type { Executor } from "./executor.ts";
+import type { Executor, NodeExecutionContext, NodeExecutor } from "./executor.ts";
 
 const MetadataSchema = z.record(z.string(), JsonValueSchema);
 const CarrierSchema = z.record(z.string(), z.string());
 
 export type RunReply = Extract<StartReply, { kind: "run" }>;
+
+/** A started task's payload as read: an agent's task, or a graph node's (`agent` is then the node type, which names it on events). */
+type TaskToRun =
+  | { agent: RunnableSpec; input: JsonValue; metadata: Record<string, JsonValue>; node?: undefined }
+  | { agent: { name: string }; input: JsonValue; metadata: Record<string, JsonValue>; node: NodeExecutionContext["node"]; state: JsonValue | undefined };
 
 /** What one attempt came to: the outcome to record (with its trace id), or nothing when it lost its claim. */
 export type AttemptResult = { outcome: FinishInput; traceId: string | undefined } | undefined;
@@ -42,6 +49,8 @@ export interface AttemptDeps {
   /** The retention of a queue's tasks (the worker's, or the queue's own in `queueRetention`): how long their events live, how many are kept. */
   retentionOf: (queue: string) => Retention;
   executor: Executor;
+  /** Runs graph node tasks, when the worker serves graph nodes. */
+  graph?: NodeExecutor | undefined;
   /** When set, the only agents this worker runs, by name. */
   agents: ReadonlyMap<string, RunnableSpec> | undefined;
   cancels: CancelListener;
@@ -54,6 +63,8 @@ export interface AttemptDeps {
   started: (taskId: string, attempt: number) => void;
   /** Deepest nesting accepted in a task's agent, input and metadata as read. @default DEFAULTS.maxJsonDepth */
   maxJsonDepth?: number | undefined;
+  /** Largest task read (payload and metadata, bytes): a bigger one is not parsed. @default DEFAULTS.workerMaxPayloadBytes */
+  maxPayloadBytes?: number | undefined;
 }
 
 /**
@@ -84,12 +95,21 @@ export class AttemptRunner {
   }
 
   /** The payload, metadata and agent of a started task, or why it cannot run (never retried: the same input fails again). */
-  private read(start: RunReply): { agent: RunnableSpec; input: JsonValue; metadata: Record<string, JsonValue> } | { agent: string; error: TaskError } {
+  private read(start: RunReply): TaskToRun | { agent: string; error: TaskError } {
     const { taskId } = start;
-    let payload: { agent: RunnableSpec; input: JsonValue };
+    let payload: TaskPayload;
     let metadata: Record<string, JsonValue>;
+    // Before parsing: a record written straight into Redis may be any size.
+    const maxBytes = this.deps.maxPayloadBytes ?? DEFAULTS.workerMaxPayloadBytes;
+    const bytes = Buffer.byteLength(start.payload) + Buffer.byteLength(start.metadata);
+    if (bytes > maxBytes) {
+      return {
+        agent: start.agent,
+        error: { code: ErrorCodes.PAYLOAD_TOO_LARGE, message: `the task is ${bytes} bytes (payload and metadata); this worker reads at most ${maxBytes}` },
+      };
+    }
     try {
-      const rawPayload = JSON.parse(start.payload) as { agent?: unknown; input?: unknown } | null;
+      const rawPayload = JSON.parse(start.payload) as { agent?: unknown; input?: unknown; node?: unknown; state?: unknown } | null;
       const rawMetadata = parseJsonOr(start.metadata, null);
       // Before any recursive check: a record written straight into Redis may nest thousands of
       // levels, where zod (and JSON.stringify) would throw a bare RangeError.
@@ -97,12 +117,23 @@ export class AttemptRunner {
       if (typeof rawPayload === "object" && rawPayload !== null) {
         checkJsonDepth(rawPayload.agent, maxDepth, "agent");
         checkJsonDepth(rawPayload.input, maxDepth, "input");
+        checkJsonDepth(rawPayload.node, maxDepth, "node");
+        checkJsonDepth(rawPayload.state, maxDepth, "state");
       }
       checkJsonDepth(rawMetadata, maxDepth, "metadata");
-      payload = parseStored(TaskPayloadSchema, rawPayload, `payload of task ${taskId}`);
+      // A node's payload names its node; any other is an agent's (so a bad one is told by the field at fault).
+      const isNode = typeof rawPayload === "object" && rawPayload !== null && "node" in rawPayload;
+      payload = parseStored(isNode ? NodePayloadSchema : AgentPayloadSchema, rawPayload, `payload of task ${taskId}`);
       metadata = parseStored(MetadataSchema, rawMetadata, `metadata of task ${taskId}`);
     } catch (err) {
       return { agent: start.agent, error: { code: ErrorCodes.INVALID_PAYLOAD, message: toTaskError(err).message } };
+    }
+    if ("node" in payload) {
+      const type = payload.node.type;
+      if (!this.deps.graph?.nodeTypes.includes(type)) {
+        return { agent: type, error: { code: ErrorCodes.UNKNOWN_NODE_TYPE, message: `this worker does not serve node type "${type}"` } };
+      }
+      return { agent: { name: type }, input: payload.input, metadata, node: payload.node, state: payload.state };
     }
     const name = payload.agent.name;
     const agent = this.deps.agents ? this.deps.agents.get(name) : payload.agent;
@@ -110,12 +141,7 @@ export class AttemptRunner {
     return { agent, input: payload.input, metadata };
   }
 
-  private async execute(
-    lane: Lane,
-    start: RunReply,
-    task: { agent: RunnableSpec; input: JsonValue; metadata: Record<string, JsonValue> },
-    controller: AbortController,
-  ): Promise<AttemptResult> {
+  private async execute(lane: Lane, start: RunReply, task: TaskToRun, controller: AbortController): Promise<AttemptResult> {
     const { taskId, attempt } = start;
     const { metrics } = this.deps;
     const agentName = task.agent.name;
@@ -155,24 +181,32 @@ export class AttemptRunner {
       if (!/^0*$/.test(id)) traceId = id;
       let outcome: FinishInput;
       try {
+        const common = {
+          taskId,
+          attempt,
+          queue: lane.queue,
+          priority: lane.priority,
+          metadata: task.metadata,
+          maxRetries: start.maxRetries,
+          backoff: start.backoff ?? this.deps.backoff,
+          signal: controller.signal,
+          emit: (event: AgentEvent) => publisher.emit(event),
+          reportUsage: (u: TokenUsage) => {
+            usage = u;
+          },
+        };
+        const { executor, graph } = this.deps;
         // A plain-JavaScript executor may return a plain value rather than a promise.
         const execution = Promise.resolve(
-          this.deps.executor.execute({
-            taskId,
-            attempt,
-            queue: lane.queue,
-            priority: lane.priority,
-            agent: task.agent,
-            input: task.input,
-            metadata: task.metadata,
-            maxRetries: start.maxRetries,
-            backoff: start.backoff ?? this.deps.backoff,
-            signal: controller.signal,
-            emit: (event) => publisher.emit(event),
-            reportUsage: (u) => {
-              usage = u;
-            },
-          }),
+          task.node === undefined
+            ? executor.execute({ ...common, agent: task.agent, input: task.input })
+            : graph!.execute({
+                ...common,
+                node: task.node,
+                input: task.input,
+                state: task.state,
+                runAgent: async (agent, input) => (await executor.execute({ ...common, agent, input })) ?? null,
+              }),
         );
         execution.catch(() => {}); // it may settle after an abort we already acted on
         // An executor that ignores its signal must not hold the task's outcome hostage.

@@ -1,5 +1,7 @@
-import type { Backoff, JsonValue, Priority, RunnableSpec, TokenUsage } from "@flotilla/core";
+import type { Backoff, JsonValue, Keys, Logger, Priority, RunnableSpec, TaskError, TokenUsage } from "@flotilla/core";
 import type { AgentEvent } from "@flotilla/events";
+import type { FlotillaMetrics } from "@flotilla/metrics";
+import type { Redis } from "ioredis";
 
 /** Everything an executor needs to run one attempt of a task. */
 export interface ExecutionContext {
@@ -33,4 +35,47 @@ export interface ExecutionContext {
  */
 export interface Executor {
   execute(context: ExecutionContext): Promise<JsonValue>;
+}
+
+/** Everything a node executor needs to run one attempt of a graph node's task. */
+export interface NodeExecutionContext extends Omit<ExecutionContext, "agent" | "input"> {
+  /** The node part of the task's payload, as stored (the graph package checks it). */
+  node: { run: string; id: string; type: string; [field: string]: unknown };
+  /** The node's resolved inputs. */
+  input: JsonValue;
+  /** The run state this node sees (a snapshot taken when it was created). */
+  state: JsonValue | undefined;
+  /** Runs an agent or swarm through the worker's executor (in process, or Temporal mode), with this attempt's signal and events. */
+  runAgent(agent: RunnableSpec, input: JsonValue): Promise<JsonValue>;
+}
+
+/** What a node executor is given when the worker starts. */
+export interface NodeExecutorStart {
+  redis: Redis;
+  keys: Keys;
+  logger: Logger;
+  /** The worker's metrics: graph run and node durations are recorded there. */
+  metrics: FlotillaMetrics;
+}
+
+/**
+ * Runs graph node tasks beside a worker's agent tasks (@flotilla/graph's `graphWorker()` is one):
+ * the worker serves its queues, lists its node types in its heartbeat, hands it each node task to
+ * run, and tells it each node task that ended here, so the node's run advances.
+ */
+export interface NodeExecutor {
+  /** The node types served (shown in the worker's heartbeat and the fleet status). */
+  readonly nodeTypes: readonly string[];
+  /** The queues those node types' tasks arrive on; the worker claims from them beside its own. */
+  readonly queues: readonly string[];
+  execute(context: NodeExecutionContext): Promise<JsonValue>;
+  /**
+   * A node task run here ended: its terminal outcome is recorded (`status`, and the error of one that
+   * did not complete; a completed one's result is what `execute` returned).
+   */
+  ended(taskId: string, end: { status: "COMPLETED" | "FAILED" | "CANCELLED"; error?: TaskError | undefined }): void;
+  /** Called once the worker is connected, before it claims. */
+  start(deps: NodeExecutorStart): Promise<void>;
+  /** Called as the worker closes, after its tasks drained and before its connections close. */
+  stop(): Promise<void>;
 }

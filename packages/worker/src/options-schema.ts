@@ -4,7 +4,8 @@ import type { RedisConnection } from "@flotilla/core/redis";
 import type { MemoryStore } from "@flotilla/memory";
 import type { FlotillaMetrics } from "@flotilla/metrics";
 import { z } from "zod";
-import type { Executor } from "./executor.ts";
+import type { Executor, NodeExecutor } from "./executor.ts";
+import type { SubscriptionRunner } from "./subscriptions.ts";
 
 // The zod side of WorkerOptions (options.ts has the type and applies the defaults). Plain JavaScript
 // callers get a ValidationError naming the field at `new Worker()`, not a task that fails later for
@@ -111,6 +112,8 @@ export const WorkerOptionsSchema = z
     model: z.custom<LanguageModel>(isObject, "must be an AI SDK LanguageModel"),
     memory: z.record(z.string(), shaped<MemoryStore>(functions("entries", "append", "clear"))),
     executor: shaped<Executor>(functions("execute")),
+    graph: shaped<NodeExecutor>(functions("execute", "ended", "start", "stop")),
+    bus: shaped<SubscriptionRunner>(functions("start", "stop")),
     heartbeatTtlMs: positive(),
     blockMs: positive(),
     leaseMs: z.number().min(MIN_LEASE_MS, `must be at least ${MIN_LEASE_MS}`),
@@ -125,6 +128,7 @@ export const WorkerOptionsSchema = z
     metrics: shaped<FlotillaMetrics>(functions("add", "record")),
     gaugeIntervalMs: positive(),
     maxJsonDepth: positive(),
+    maxPayloadBytes: positive(),
     selfFenceMarginMs: positive(),
   })
   .partial()

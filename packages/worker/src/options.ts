@@ -18,8 +18,9 @@ import {
 import type { RedisConnection } from "@flotilla/core/redis";
 import type { MemoryStore } from "@flotilla/memory";
 import { defaultMetrics, type FlotillaMetrics } from "@flotilla/metrics";
-import type { Executor } from "./executor.ts";
+import type { Executor, NodeExecutor } from "./executor.ts";
 import { WorkerOptionsSchema } from "./options-schema.ts";
+import type { SubscriptionRunner } from "./subscriptions.ts";
 
 export interface WorkerOptions {
   /** Redis URL, ioredis options or client, a Redis Cluster (`{ cluster: ["host:port", …] }` or an ioredis Cluster). @default the cluster REDIS_CLUSTER_NODES names, else process.env.REDIS_URL ?? "redis://127.0.0.1:6379" */
@@ -58,6 +59,16 @@ export interface WorkerOptions {
   memory?: Record<string, MemoryStore>;
   /** Runs the agents. @default agentExecutor(): in this process */
   executor?: Executor;
+  /**
+   * Runs graph node tasks (`graphWorker({ nodes, agents })` of @flotilla/graph): the worker also
+   * claims from its node types' queues and lists them in its heartbeat. @default undefined: no graph nodes
+   */
+  graph?: NodeExecutor;
+  /**
+   * Serves event-bus subscriptions (`busWorker({ subscriptions })` of @flotilla/bus) beside the
+   * worker's tasks, listed in its heartbeat. @default undefined: no subscriptions
+   */
+  bus?: SubscriptionRunner;
   /** Heartbeat record TTL; beats come every third of it. @default 15_000 */
   heartbeatTtlMs?: number;
   /** How long one claim call blocks waiting for work. @default 5_000 */
@@ -113,6 +124,12 @@ export interface WorkerOptions {
    * limit) fails with code INVALID_PAYLOAD and is dead-lettered, never run. @default 128
    */
   maxJsonDepth?: number;
+  /**
+   * Largest task read (its payload and metadata as stored, in bytes): a bigger one (written straight
+   * into Redis) fails with code PAYLOAD_TOO_LARGE and is dead-lettered without being parsed.
+   * @default 8_388_608 (8 MiB: above the client's 1 MiB submit limit, with room for graph node payloads)
+   */
+  maxPayloadBytes?: number;
   /** How often the queue-depth and live-worker gauges are read from Redis. @default 5_000 */
   gaugeIntervalMs?: number;
 }
@@ -137,6 +154,8 @@ export interface ResolvedWorkerOptions {
   /** The agents by name, when the worker runs only its own. */
   agents: ReadonlyMap<string, RunnableSpec> | undefined;
   executor: Executor | undefined;
+  graph: NodeExecutor | undefined;
+  bus: SubscriptionRunner | undefined;
   tools: ToolRegistry | undefined;
   providerFactory: ProviderFactory | undefined;
   openAICompatible: Record<string, OpenAICompatibleEndpoint> | undefined;
@@ -157,6 +176,7 @@ export interface ResolvedWorkerOptions {
   metrics: FlotillaMetrics;
   gaugeIntervalMs: number;
   maxJsonDepth: number;
+  maxPayloadBytes: number;
 }
 
 /** The one place the Worker's defaults are applied (from DEFAULTS, shared with health and the worker app). */
@@ -169,10 +189,13 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
   return {
     redis: o.redis,
     prefix: o.prefix ?? DEFAULTS.prefix,
-    queues: o.queues ?? [DEFAULTS.queue],
+    // A worker given only graph nodes serves their queues alone.
+    queues: [...new Set([...(o.queues ?? (o.graph ? [] : [DEFAULTS.queue])), ...(o.graph?.queues ?? [])])],
     concurrency: o.concurrency ?? DEFAULTS.concurrency,
     agents: agents && new Map(agents.map((spec) => [spec.name, spec])),
     executor: o.executor,
+    graph: o.graph,
+    bus: o.bus,
     tools: o.tools,
     providerFactory: o.providerFactory,
     openAICompatible: o.openAICompatible,
@@ -194,6 +217,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     metrics: o.metrics ?? defaultMetrics(),
     gaugeIntervalMs: o.gaugeIntervalMs ?? DEFAULTS.gaugeIntervalMs,
     maxJsonDepth: o.maxJsonDepth ?? DEFAULTS.maxJsonDepth,
+    maxPayloadBytes: o.maxPayloadBytes ?? DEFAULTS.workerMaxPayloadBytes,
   };
 }
 

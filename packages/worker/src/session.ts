@@ -99,7 +99,13 @@ export class WorkerSession {
       consumer: workerId,
       metrics,
       log,
-      ended: (e) => listener.ended(e),
+      ended: (e) => {
+        // A node task's end moves its run on (the graph package's hand-off; a sweeper covers a crash here).
+        if (e.recorded && options.graph && (e.status === "COMPLETED" || e.status === "FAILED" || e.status === "CANCELLED")) {
+          options.graph.ended(e.taskId, { status: e.status, error: e.error });
+        }
+        listener.ended(e);
+      },
       settling: (lane, entryId) => this.inFlight.markSettling(lane, entryId),
       observe: (err) => this.link.observe(err),
       giveUp: this.giveUp.signal,
@@ -113,11 +119,13 @@ export class WorkerSession {
       keys,
       retentionOf: (queue) => store.retentionOf(queue),
       executor: options.executor ?? this.defaultExecutor(redis, keys.prefix),
+      graph: options.graph,
       agents: options.agents,
       cancels: this.cancels,
       metrics,
       backoff: options.backoff,
       maxJsonDepth: options.maxJsonDepth,
+      maxPayloadBytes: options.maxPayloadBytes,
       onDeadline: () => this.onDeadline,
       started: (taskId, attempt) => listener.started(taskId, attempt),
     });
@@ -146,6 +154,8 @@ export class WorkerSession {
       workerId,
       queues: options.queues,
       concurrency: options.concurrency,
+      ...(options.graph && { nodeTypes: options.graph.nodeTypes }),
+      ...(options.bus && { subscriptions: options.bus.subscriptions }),
       ttlMs: options.heartbeatTtlMs,
       snapshot: () => ({ running: this.inFlight.taskIds(), ...this.recorder.counts }),
       onError: (err) => log.warn("heartbeat failed", { err }),
@@ -182,6 +192,20 @@ export class WorkerSession {
     session.link.start();
     for (const queue of options.queues) await session.broker.ensureGroup(queue);
     await session.cancels.start(options.queues);
+    await options.graph?.start({ redis: conn.redis, keys: createKeys(options.prefix), logger: options.logger, metrics: options.metrics });
+    await options.bus?.start({
+      redis: conn.redis,
+      keys: createKeys(options.prefix),
+      logger: options.logger,
+      metrics: options.metrics,
+      workerId: options.workerId,
+      blocking: () => {
+        const r = openRedis(options.redis, "blocking").redis;
+        r.on("error", (err) => options.logger.debug("redis connection error", { err }));
+        return r;
+      },
+      connection: options.redis,
+    });
     await session.heartbeat.start();
     session.leases.start();
     await session.scheduler.start();
@@ -203,6 +227,8 @@ export class WorkerSession {
     this.onDeadline = onDeadline;
     this.gauges.stop();
     await this.scheduler.stop();
+    // Subscriptions stop reading and drain beside the tasks (an agent subscription waits on tasks this worker may run).
+    const busStopped = this.options.bus?.stop(drainTimeoutMs).catch((err) => log.warn("bus subscriptions did not stop cleanly", { err }));
     // Stopping is no readiness change to report: the connections close on purpose below.
     this.link.stop();
     if (!(await this.inFlight.settled(drainTimeoutMs))) {
@@ -211,6 +237,9 @@ export class WorkerSession {
       this.inFlight.abortAll(new AbortReason(ErrorCodes.SHUTDOWN, `worker ${this.options.workerId} shut down before the task finished`));
       await this.inFlight.settled();
     }
+    await busStopped;
+    // Hand-offs of the node tasks that ended here finish before the connections close.
+    await this.options.graph?.stop().catch((err) => log.warn("graph hand-offs did not finish", { err }));
     // Leases are renewed through the drain; only now can they lapse.
     this.leases.stop();
     await this.heartbeat.stop().catch((err) => log.warn("could not remove heartbeat", { err }));

@@ -39,6 +39,9 @@ const badPayloads: Array<[string, string, RegExp, Record<string, string>?]> = [
   ["agent options nested 5,000 levels", `{"agent":${JSON.stringify({ ...agent, options: "@" }).replace('"@"', deepJson(5000))},"input":"x"}`, tooDeep],
   ["metadata nested 5,000 levels", payload({ agent, input: "x" }), tooDeep, { metadata: deepJson(5000) }],
   ["input nested 129 levels", `{"agent":${JSON.stringify(agent)},"input":${deepJson(129)}}`, tooDeep],
+  // Past the worker's maxPayloadBytes (8 MiB): refused before it is parsed.
+  ["payload of 9 MB", payload({ agent, input: "x".repeat(9_000_000) }), /PAYLOAD_TOO_LARGE.*this worker reads at most 8388608/],
+  ["metadata of 9 MB", payload({ agent, input: "x" }), /PAYLOAD_TOO_LARGE/, { metadata: JSON.stringify({ pad: "x".repeat(9_000_000) }) }],
 ];
 
 describe("poison messages", () => {

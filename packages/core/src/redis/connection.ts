@@ -3,6 +3,8 @@ import { type ExponentialBackoff, exponentialDelay } from "../backoff.ts";
 import { DEFAULTS } from "../defaults.ts";
 import { ConnectionError, FlotillaError, isRedisFull, RedisFullError } from "../errors.ts";
 import { asCluster, type ClusterConnection, clusterNodesFromEnv, isClusterConnection, seedNodes } from "./cluster.ts";
+import { explainConnectionError } from "./connection-errors.ts";
+import { checkSentinelConnection, describeSentinel, isSentinelConnection, reconnectAfterGivingUp, sentinelDefaults } from "./sentinel.ts";
 
 /**
  * An ioredis client from any copy of ioredis 5 or 6, told apart from options by what it has, not by
@@ -17,11 +19,19 @@ export interface RedisClientLike {
 }
 
 /**
- * How to reach Redis: a URL, ioredis options, an existing ioredis client or Cluster (never closed by
- * us, from ioredis 5 or 6), or a Redis Cluster's seed nodes (`{ cluster: ["host:port", …] }`).
+ * A URL with ioredis options beside it, for what a URL cannot say: `{ url: "rediss://host:6380",
+ * tls: { ca } }` (a CA, a client certificate). What the URL names wins over the same option.
+ */
+export type RedisUrlOptions = RedisOptions & { url: string };
+
+/**
+ * How to reach Redis: a URL (`redis://`, `rediss://` for TLS), ioredis options (Sentinel's
+ * `{ sentinels: [{ host, port }], name }` among them), a URL with options (`{ url, tls }`), an
+ * existing ioredis client or Cluster (never closed by us, from ioredis 5 or 6), or a Redis Cluster's
+ * seed nodes (`{ cluster: ["host:port", …] }`).
  * Unset: the cluster `REDIS_CLUSTER_NODES` names, else `REDIS_URL`, else redis://127.0.0.1:6379.
  */
-export type RedisConnection = string | RedisOptions | Redis | Cluster | RedisClientLike | ClusterConnection;
+export type RedisConnection = string | RedisOptions | RedisUrlOptions | Redis | Cluster | RedisClientLike | ClusterConnection;
 
 export type ConnectionRole = "command" | "blocking" | "subscriber";
 
@@ -48,6 +58,8 @@ export interface OwnedRedis {
 /**
  * Opens a connection for one role. Blocking and subscriber roles always get their own socket,
  * because a blocked or subscribed connection cannot serve other commands.
+ *
+ * Through Sentinel, the connection follows a failover by itself (see `sentinelDefaults`).
  *
  * A Redis Cluster comes back as an ioredis Cluster typed as `Redis`: every command Flotilla sends
  * names keys of one slot (scripts, pipelines of one queue or task), which a Cluster routes like a
@@ -78,10 +90,60 @@ export function openRedis(conn: RedisConnection | undefined, role: ConnectionRol
   } else if (conn === undefined || typeof conn === "string") {
     redis = new Redis(conn ?? (process.env.REDIS_URL || DEFAULTS.redisUrl), tuned);
   } else {
-    redis = new Redis({ ...tuned, ...conn });
+    redis = fromOptions(conn as RedisOptions | RedisUrlOptions, tuned, failFast);
   }
   if (failFast) boundReady(redis, tuned.connectTimeout ?? 5000);
+  if (failFast && isSentinelConnection(redis.options)) {
+    // Paused as long as the longest reconnect pause.
+    reconnectAfterGivingUp(redis, () => closing.has(redis), exponentialDelay(RECONNECT_BACKOFF, Number.POSITIVE_INFINITY));
+  }
+  keepLastError(redis);
   return { redis, owned: true };
+}
+
+/** A connection from ioredis options, or from a URL with options. */
+function fromOptions(conn: RedisOptions | RedisUrlOptions, tuned: RedisOptions, failFast: boolean): Redis {
+  const { url, ...options } = conn as Partial<RedisUrlOptions>;
+  let defaults: RedisOptions = {};
+  if (isSentinelConnection(options)) {
+    checkSentinelConnection(options);
+    defaults = sentinelDefaults(Boolean(options.tls) || /^rediss:/i.test(url ?? ""), failFast, RECONNECT_BACKOFF);
+  }
+  const given: RedisOptions = { ...tuned, ...defaults, ...options };
+  return url === undefined ? new Redis(given) : new Redis(url, given);
+}
+
+/** Connections `closeRedis` closed: they stay closed. */
+const closing = new WeakSet<Redis>();
+
+/**
+ * The last error of each connection we opened, until it is ready again. A command that fails for
+ * want of a connection only says it ran out of retries; this says why there was none.
+ */
+const lastErrors = new WeakMap<Redis, Error>();
+
+/** ioredis's error after a round of sentinels that named no master: each sentinel's own error, just before it, says more. */
+const SENTINEL_ROUND = /^All sentinels are unreachable/;
+
+function keepLastError(redis: Redis): void {
+  // A duplicate of a lent client is whatever its copy of ioredis makes: only listen where it can be.
+  if (typeof redis.on !== "function") return;
+  redis.on("sentinelError", (err: Error) => lastErrors.set(redis, err));
+  redis.on("error", (err: Error) => {
+    if (!(SENTINEL_ROUND.test(err.message) && lastErrors.has(redis))) lastErrors.set(redis, err);
+  });
+  redis.on("ready", () => lastErrors.delete(redis));
+}
+
+/** The error in words an operator can act on (a missing CA or client certificate, an unknown master name). */
+function explain(redis: Redis, err: Error): string {
+  const o = redis.options;
+  const tls = o?.tls;
+  return explainConnectionError(err, {
+    tls: Boolean(tls),
+    clientCertificate: typeof tls === "object" && Boolean(tls.cert),
+    ...(o?.sentinels && o.name && { sentinelName: o.name }),
+  });
 }
 
 /** A Cluster for one role, from seed nodes or a lent Cluster (used as it is for commands, never closed). */
@@ -145,6 +207,7 @@ export function isRedisClient(conn: unknown): conn is RedisClientLike {
 export async function closeRedis(conn: OwnedRedis | undefined): Promise<void> {
   if (!conn?.owned) return;
   const r = conn.redis;
+  closing.add(r);
   if (r.status === "end") return;
   try {
     if (r.status === "ready") await r.quit();
@@ -161,11 +224,12 @@ export function describeRedis(redis: Redis): string {
     return nodes.length ? `the cluster of ${nodes.join(",")}` : "the cluster";
   }
   const o = redis.options;
+  if (o.sentinels?.length) return describeSentinel(o);
   return o.path ? o.path : `${o.host ?? "127.0.0.1"}:${o.port ?? 6379}`;
 }
 
 const CONNECTION_FAILURE =
-  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|Connection is closed|max retries per request|Stream isn't writeable|connect ETIMEDOUT/i;
+  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|Connection is closed|max retries per request|Stream isn't writeable|connect ETIMEDOUT|All sentinels are unreachable/i;
 
 /** True for errors that mean "Redis could not be reached", as opposed to a command's own error. */
 export function isConnectionFailure(err: unknown): boolean {
@@ -185,7 +249,10 @@ export function translateRedisError(redis: Redis, err: unknown): unknown {
     return new RedisFullError(`${command ? `${command.toUpperCase()} ` : "a write "}to Redis at ${describeRedis(redis)}`, err);
   }
   if (!isConnectionFailure(err)) return err;
-  return new ConnectionError(`Redis at ${describeRedis(redis)} is unreachable: ${(err as Error).message}`, err);
+  const message = (err as Error).message;
+  const last = lastErrors.get(redis);
+  const why = last && last !== err && !message.includes(last.message) ? `${explain(redis, last)}; ` : "";
+  return new ConnectionError(`Redis at ${describeRedis(redis)} is unreachable: ${why}${message}`, err);
 }
 
 /** Runs a Redis operation, turning connection failures into a typed ConnectionError. */
@@ -214,7 +281,7 @@ export function whenReady(redis: Redis, timeoutMs: number): Promise<void> {
     };
     const onReady = () => done();
     const timer = setTimeout(() => {
-      const why = lastError instanceof Error ? `: ${lastError.message}` : "";
+      const why = lastError instanceof Error ? `: ${explain(redis, lastError)}` : "";
       done(new ConnectionError(`Redis at ${describeRedis(redis)} did not answer within ${timeoutMs} ms${why}`, lastError));
     }, timeoutMs);
     redis.on("ready", onReady);

@@ -24,10 +24,12 @@ export {
   openRedis,
   type RedisClientLike,
   type RedisConnection,
+  type RedisUrlOptions,
   translateRedisError,
   whenReady,
   withRedis,
 } from "./connection.ts";
 export { LuaScript, type ScriptSource } from "./lua-script.ts";
 export { formatBytes, isFull, parseMemoryInfo, type RedisMemory, readRedisMemory } from "./memory.ts";
+export { isSentinelConnection, type SentinelConnection } from "./sentinel.ts";
 export { type MessageListener, SubscriberHub, type SubscriberHubOptions, type Unsubscribe } from "./subscriber-hub.ts";

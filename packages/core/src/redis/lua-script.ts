@@ -74,6 +74,15 @@ export class LuaScript {
     return (redis as unknown as ScriptCaller)[this.name]!(...keys, ...args).catch((err: unknown) => typedScriptError(this.source, err));
   }
 
+  /** An error reply this script gave in a pipeline, as `run` would have thrown it (typed, see typedScriptError). */
+  typed(err: unknown): unknown {
+    try {
+      typedScriptError(this.source, err);
+    } catch (typed) {
+      return typed;
+    }
+  }
+
   /** Queues the script on a pipeline (its Redis must have had `install` called before `pipeline()`). */
   queue(pipeline: ChainableCommander, keys: readonly string[], args: ReadonlyArray<string | number>): void {
     this.check(keys);

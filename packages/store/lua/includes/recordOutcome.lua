@@ -9,6 +9,7 @@
 --- @include "recordFault"
 --- @include "endStream"
 --- @include "keepLatest"
+--- @include "noteHandoff"
 -- Records one attempt's outcome (COMPLETED, FAILED, CANCELLED or RETRYING) on its task record and
 -- settles its entry. Fenced: only the holder of the current attempt of a RUNNING task may write,
 -- so a late or stale writer can never overwrite a terminal status nor resurrect a finished task.
@@ -19,7 +20,7 @@
 -- Adds to batch.settled { 'ok', status, deadLettered (0|1) }, { 'rejected', reason, currentStatus }
 -- or { 'rejected', 'corrupt', why } (the record cannot be trusted: see recordFault).
 local OUTCOME_FIELDS = { 'status', 'attempt', 'startedAt', 'cancelRequestedAt', 'cancelReason', 'taskId', 'agent', 'seq',
-  'log', 'retries' }
+  'log', 'retries', 'handoff' }
 local function recordOutcome(batch, lane, entryId, name, attempt, target, result, errText, retryAt, release, reason, usage)
   local key = batch.taskBase .. name
   local settled = batch.settled
@@ -33,7 +34,7 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
     settled[#settled + 1] = { 'rejected', 'corrupt', fault }
     return
   end
-  local current, recorded, startedAt, cancelRequestedAt, cancelReason, taskId, agent, seq, log, retries =
+  local current, recorded, startedAt, cancelRequestedAt, cancelReason, taskId, agent, seq, log, retries, handoff =
     unpack(values, 1, #OUTCOME_FIELDS)
   if not current then
     if owned() then
@@ -65,7 +66,7 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
   local durationMs = batch.now - tonumber(startedAt or batch.now)
   if target == 'RETRYING' and cancelRequestedAt then
     redis.call('HSET', key, 'durationMs', durationMs)
-    cancelWaiting(batch, key, taskId, attempt, agent, cancelReason or 'cancelled', seq, log)
+    cancelWaiting(batch, key, taskId, attempt, agent, cancelReason or 'cancelled', seq, log, handoff)
     queueAck(batch, lane, entryId)
     settled[#settled + 1] = { 'ok', 'CANCELLED', 0 }
     return
@@ -109,6 +110,7 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
     if keep then
       keepLatest(batch, keep, name)
     end
+    noteHandoff(batch.now, key, taskId, handoff)
   end
   local dead = settleEntry(batch, lane, entryId, name, taskId, target, attempt, errText, retryAt, reason)
   countStat(batch, string.lower(target))

@@ -7,6 +7,7 @@
 --- @include "countStat"
 --- @include "countWait"
 --- @include "recordFault"
+--- @include "noteHandoff"
 -- Starts the task of a claimed entry. Every start is a delivery and gets a new attempt number,
 -- which fences out whoever ran the task before. Entries that must not run are settled here: a
 -- finished task's entry, a second entry of a task running under a live lease and a task whose
@@ -23,7 +24,7 @@
 --   { 'corrupt', lane, entryId, name, reason }: the record cannot be trusted (see recordFault)
 local START_FIELDS = { 'status', 'attempt', 'cancelRequestedAt', 'createdAt', 'agent', 'payload', 'cancelReason',
   'timeoutMs', 'detailed', 'waitMs', 'metadata', 'maxDeliveries', 'workerId', 'error', 'retries', 'maxRetries', 'backoff',
-  'entryId', 'seq', 'log', 'deliveriesBase', 'taskId', 'trace' }
+  'entryId', 'seq', 'log', 'deliveriesBase', 'taskId', 'trace', 'handoff' }
 local function startEntry(batch, lane, entryId, name, reclaimed)
   local key = batch.taskBase .. name
   local values = redis.pcall('HMGET', key, unpack(START_FIELDS))
@@ -36,7 +37,7 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
   end
   local status, attempts, cancelRequestedAt, createdAt, agent, payload, cancelReason, timeoutMs, detailed, waitMs,
     metadata, maxDeliveries, workerId, lastError, retries, maxRetries, backoff, heldEntryId, seq, log,
-    deliveriesBase, taskId, trace = unpack(values, 1, #START_FIELDS)
+    deliveriesBase, taskId, trace, handoff = unpack(values, 1, #START_FIELDS)
   local replies = batch.replies
   local now = batch.now
   if not status then
@@ -66,7 +67,7 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
   local started = tonumber(attempts or '0')
   if cancelRequestedAt then
     -- Cancel was stored while it waited (or its worker died): end it here, never run it.
-    cancelWaiting(batch, key, taskId, started, agent, cancelReason or 'cancelled', seq, log)
+    cancelWaiting(batch, key, taskId, started, agent, cancelReason or 'cancelled', seq, log, handoff)
     queueAck(batch, lane, entryId)
     replies[#replies + 1] = { 'skip', lane, entryId, name, 'cancelled', 'CANCELLED' }
     return
@@ -79,6 +80,7 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
       statusEvent(batch, 'FAILED', taskId, started, agent, seq, log, ',"error":' .. errText))
     redis.call('PEXPIRE', key, batch.recordTtlMs)
     countStat(batch, 'failed')
+    noteHandoff(now, key, taskId, handoff)
     replies[#replies + 1] = { 'dead', lane, entryId, name, started, lastError or '' }
     return
   end

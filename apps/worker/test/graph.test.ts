@@ -1,0 +1,48 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { FlotillaClient } from "@flotilla/client";
+import { purgePrefix, testConnection, testPrefix, testRedis, testRedisEnv, waitFor } from "@flotilla/testing";
+import { afterAll, describe, expect, it } from "vitest";
+
+const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
+const module = fileURLToPath(new URL("./fixtures/graph-module.ts", import.meta.url));
+const prefix = testPrefix("app-graph");
+const redis = testRedis();
+const client = new FlotillaClient({ redis: testConnection(), prefix });
+let child: ChildProcess | undefined;
+
+afterAll(async () => {
+  child?.kill("SIGKILL");
+  await client.close();
+  await purgePrefix(redis, prefix);
+  await redis.quit();
+});
+
+describe("flotilla-worker serving graph node types", () => {
+  it("a module's `graph` export: the app serves its node types (in its heartbeat) and runs a graph of a node function and an agent", async () => {
+    child = spawn(process.execPath, ["--conditions=@flotilla/source", main], {
+      env: {
+        ...process.env,
+        ...testRedisEnv(),
+        FLOTILLA_PREFIX: prefix,
+        FLOTILLA_MODULE: module,
+        FLOTILLA_WORKER_ID: "app-graph-1",
+        FLOTILLA_LOG_LEVEL: "error",
+      },
+      stdio: "ignore",
+    });
+    const worker = await waitFor(async () => (await client.fleet.status()).workers.find((w) => w.workerId === "app-graph-1"), { timeoutMs: 20_000 });
+    expect(worker.nodeTypes).toEqual(["app-shout", "app-echo"]);
+    expect(worker.queues).toEqual(expect.arrayContaining(["default", "node.app-shout", "node.app-echo"]));
+    const run = await client.startGraph(
+      {
+        nodes: [
+          { id: "loud", type: "app-shout", next: ["reply"] },
+          { id: "reply", type: "app-echo", inputs: "${{loud.outputs}}" },
+        ],
+      },
+      "ahoy",
+    );
+    expect(await run.result({ timeoutMs: 20_000 })).toEqual({ reply: { text: "heard AHOY" } });
+  });
+});

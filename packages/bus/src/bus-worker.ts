@@ -1,0 +1,160 @@
+import { createHash } from "node:crypto";
+import { DuplicateTaskError, type FlotillaClient, type TaskHandle } from "@flotilla/client";
+import { type BackoffOptions, ErrorCodes, FlotillaError, type JsonValue, parseInput, UnrecoverableError } from "@flotilla/core";
+import type { Redis } from "ioredis";
+import { GroupConsumer } from "./consumer.ts";
+import type { BusEvent } from "./event.ts";
+import { Publisher } from "./publisher.ts";
+import { Replier } from "./replier.ts";
+import { BusOptionsSchema, type BusTuning } from "./schemas.ts";
+import { type HandlerContext, type Subscription, subscribe, subscriptionId } from "./subscription.ts";
+import { WEBHOOK_SUBSCRIPTION, WEBHOOK_TOPIC, type WebhookOptions, webhookHandler } from "./webhooks.ts";
+
+export interface BusWorkerOptions extends BusTuning {
+  /** The subscriptions this worker serves (see `subscribe()`). */
+  subscriptions: readonly Subscription[];
+  /**
+   * Webhook replies: this worker POSTs those waiting on the bus's webhook topic (signed with
+   * `secret` when set), retried with backoff; `false` leaves them to other workers.
+   * @default { concurrency: 10, maxRetries: 8, backoff: 1 s ×2 to 5 min, timeoutMs: 10_000 }
+   */
+  webhooks?: (WebhookOptions & { concurrency?: number; maxRetries?: number; backoff?: BackoffOptions }) | false;
+}
+
+/** The parts of a worker a bus worker uses (what `Worker` passes to a SubscriptionRunner's start). */
+export interface BusWorkerStart {
+  redis: Redis;
+  keys: import("@flotilla/core").Keys;
+  logger: import("@flotilla/core").Logger;
+  metrics: import("@flotilla/metrics").FlotillaMetrics;
+  workerId: string;
+  blocking: () => Redis;
+  connection: import("@flotilla/core/redis").RedisConnection | undefined;
+}
+
+/**
+ * Serves bus subscriptions in a worker: `new Worker({ bus: busWorker({ subscriptions: [subscribe(…)] }) })`.
+ * Each subscription gets a consumer in its group under the worker's id; the worker's heartbeat lists them.
+ */
+export function busWorker(options: BusWorkerOptions): BusWorker {
+  return new BusWorker(options);
+}
+
+export class BusWorker {
+  readonly subscriptions: readonly string[];
+  private readonly all: readonly Subscription[];
+  private consumers: GroupConsumer[] = [];
+  private client: FlotillaClient | undefined;
+  private unobserve: (() => void) | undefined;
+  private readonly tuning;
+
+  private readonly options: BusWorkerOptions;
+
+  constructor(options: BusWorkerOptions) {
+    this.options = options;
+    const { subscriptions, webhooks, ...tuning } = options;
+    this.tuning = parseInput(BusOptionsSchema, tuning, "bus worker options");
+    const own =
+      webhooks === false
+        ? []
+        : [
+            subscribe(WEBHOOK_TOPIC, webhookHandler(webhooks ?? {}), {
+              name: WEBHOOK_SUBSCRIPTION,
+              from: "start",
+              concurrency: webhooks?.concurrency ?? 10,
+              maxRetries: webhooks?.maxRetries ?? 8,
+              backoff: webhooks?.backoff ?? { delayMs: 1000, maxDelayMs: 300_000, jitter: 0.2 },
+            }),
+          ];
+    this.all = [...subscriptions, ...own];
+    this.subscriptions = subscriptions.map(subscriptionId);
+  }
+
+  async start(deps: BusWorkerStart): Promise<void> {
+    const publisher = new Publisher(deps.redis, deps.keys, { ...this.tuning, source: this.tuning.source ?? deps.workerId }, deps.metrics);
+    const replier = new Replier(publisher, this.tuning.source ?? deps.workerId);
+    if (this.all.some((s) => s.agent)) {
+      const { FlotillaClient } = await import("@flotilla/client");
+      this.client = new FlotillaClient({ redis: deps.connection, prefix: deps.keys.prefix });
+    }
+    this.consumers = this.all.map(
+      (sub) =>
+        new GroupConsumer(sub, this.runnerOf(sub), {
+          redis: deps.redis,
+          blocking: deps.blocking,
+          keys: deps.keys,
+          publisher,
+          replier,
+          tuning: this.tuning,
+          consumer: deps.workerId,
+          logger: deps.logger,
+          metrics: deps.metrics,
+        }),
+    );
+    await Promise.all(this.consumers.map((c) => c.start()));
+    this.unobserve = deps.metrics.observeBus(() =>
+      this.consumers.map((c, i) => ({ topic: this.all[i]!.topic, group: this.all[i]!.options.name, ...c.figures })),
+    );
+  }
+
+  async stop(drainMs: number): Promise<void> {
+    await Promise.all(this.consumers.map((c) => c.stop(drainMs)));
+    this.unobserve?.();
+    await this.client?.close();
+  }
+
+  private runnerOf(sub: Subscription): (event: BusEvent, ctx: HandlerContext) => Promise<unknown> {
+    if (sub.handler) {
+      const handler = sub.handler;
+      return async (event, ctx) => handler(event, ctx);
+    }
+    return (event, ctx) => this.runAgent(sub, event, ctx);
+  }
+
+  /**
+   * Runs the subscription's agent as a Flotilla task for the event: its name comes from the topic,
+   * the subscription and the event id, so a redelivery (a consumer crashed while it waited) finds
+   * the same task instead of making another. The task's own retries are the subscription's; a task
+   * that failed for good dead-letters the event.
+   */
+  private async runAgent(sub: Subscription, event: BusEvent, ctx: HandlerContext): Promise<unknown> {
+    const client = this.client!;
+    const queue = sub.options.queue ?? "default";
+    const name = agentTaskName(event.topic, sub.options.name, event.id);
+    let handle: TaskHandle;
+    try {
+      handle = await client.submit(sub.agent!, event.payload, {
+        queue,
+        taskId: name,
+        maxRetries: sub.options.maxRetries,
+        ...(sub.options.backoff && { backoff: sub.options.backoff }),
+        metadata: {
+          busTopic: event.topic,
+          busEvent: event.id,
+          busSubscription: sub.options.name,
+          ...(event.correlationId && { correlationId: event.correlationId }),
+        },
+      });
+    } catch (err) {
+      if (!(err instanceof DuplicateTaskError)) throw err;
+      handle = client.handle(`${queue}/${name}`);
+    }
+    try {
+      return (await handle.result({ signal: ctx.signal })) as JsonValue;
+    } catch (err) {
+      if (err instanceof FlotillaError && (err.code === ErrorCodes.TASK_FAILED || err.code === ErrorCodes.TASK_CANCELLED)) {
+        throw new UnrecoverableError(`task ${handle.taskId} ${err.code === ErrorCodes.TASK_CANCELLED ? "was cancelled" : "failed"}: ${err.message}`, err.code, {
+          cause: err,
+        });
+      }
+      throw err;
+    }
+  }
+}
+
+/** The task name of an agent subscription's event: `bus.<topic>.<subscription>.<event id>`, hashed when longer than a task name may be. */
+export function agentTaskName(topic: string, subscription: string, eventId: string): string {
+  const plain = `bus.${topic}.${subscription}.${eventId}`;
+  if (plain.length <= 128) return plain;
+  return `bus.${createHash("sha1").update(`${topic}/${subscription}`).digest("hex").slice(0, 20)}.${eventId}`;
+}

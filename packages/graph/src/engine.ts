@@ -1,0 +1,291 @@
+import { requestCancel } from "@flotilla/cancel";
+import { DEFAULT_RETENTION, type JsonValue, type Keys, type Logger, laneOfPriority, parseJsonOr, silentLogger, splitTaskId } from "@flotilla/core";
+import { clearHandoffs, type NewTask, readHandoffs, TaskStore } from "@flotilla/store";
+import type { Redis } from "ioredis";
+import { type CompiledGraph, compileGraph } from "./compile.ts";
+import { type Graph, GraphSchema } from "./definition.ts";
+import { type Instance, instanceOfTaskName, parseInstance, taskNameOf } from "./instances.ts";
+import { type Resolved, resolveInstances } from "./resolver.ts";
+import { type RunOptions, type RunRecord, RunStore } from "./run-store.ts";
+
+/** A run as the engine keeps it in memory: its graph compiled once (a run's graph never changes). */
+export interface LoadedRun {
+  record: RunRecord;
+  compiled: CompiledGraph;
+}
+
+/** What a node task's result holds: the node's output and the next nodes it chose. */
+export interface NodeResult {
+  output: JsonValue;
+  next?: string[];
+}
+
+const CACHE_MAX = 1000;
+/** Node tasks created per create-8.lua call at most (as submitMany chunks). */
+const CREATE_BATCH = 500;
+
+/**
+ * Moves graph runs forward in Redis: starts them, and hands each node task's end on to its run
+ * (advance-5.lua in the run's slot, then the successors' tasks through the normal create script,
+ * with names that make a second create a no-op, then the hand-off cleared in the task's queue).
+ * Every step can be done again: a process killed between any two of them leaves work that any
+ * other one finishes (`sweep`). There is no orchestrator process.
+ */
+export class GraphEngine {
+  readonly runs: RunStore;
+  readonly tasks: TaskStore;
+  private readonly redis: Redis;
+  private readonly keys: Keys;
+  private readonly log: Logger;
+  private readonly cache = new Map<string, LoadedRun>();
+
+  /** Told when a hand-off ended a run (its record as loaded, the status it ended with and when, on Redis's clock). */
+  onRunEnded: ((run: RunRecord, status: "SUCCEEDED" | "FAILED" | "CANCELLED", endedAt: number) => void) | undefined;
+
+  constructor(redis: Redis, keys: Keys, log: Logger = silentLogger) {
+    this.redis = redis;
+    this.keys = keys;
+    this.log = log;
+    this.runs = new RunStore(redis, keys);
+    this.tasks = new TaskStore(redis, keys, DEFAULT_RETENTION);
+  }
+
+  /** The task id of an instance of a run. */
+  /** The task id of an instance of a run, in the run's try `tryNumber` (0 before any retry). */
+  taskIdOf(runId: string, compiled: CompiledGraph, instance: Instance, tryNumber = 0): string {
+    return `${compiled.nodes.get(instance.node)!.queue}/${taskNameOf(runId, instance, tryNumber)}`;
+  }
+
+  /** A run's record and compiled graph (cached: both but the status never change); undefined when there is no such run. */
+  async load(runId: string): Promise<LoadedRun | undefined> {
+    const cached = this.cache.get(runId);
+    if (cached) return cached;
+    const record = await this.runs.record(runId);
+    if (!record) return undefined;
+    const graph = GraphSchema.parse(parseJsonOr(record.graph, {})) as Graph;
+    const loaded = { record, compiled: compileGraph(graph) };
+    if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(runId, loaded);
+    return loaded;
+  }
+
+  /**
+   * Starts a run: noted in the starting set (so a sweeper finishes it if this process dies), its
+   * record and first instances written, their tasks created, the note cleared.
+   */
+  async start(runId: string, compiled: CompiledGraph, input: JsonValue, options: RunOptions): Promise<{ started: boolean }> {
+    const now = Date.now();
+    await this.redis.multi().zadd(this.keys.graphStarting(), now, runId).zadd(this.keys.graphRuns(), "NX", now, runId).exec();
+    const graphJson = JSON.stringify(compiled.graph);
+    const { started, created } = await this.runs.start(runId, compiled, graphJson, input, options);
+    if (started)
+      this.cache.set(runId, {
+        record: {
+          runId,
+          graphName: compiled.graph.name,
+          status: "RUNNING",
+          createdAt: now,
+          endedAt: undefined,
+          error: undefined,
+          input,
+          graph: graphJson,
+          options,
+          open: created.length,
+        },
+        compiled,
+      });
+    await this.createTasks(runId, created);
+    await this.redis.zrem(this.keys.graphStarting(), runId);
+    return { started };
+  }
+
+  /** Creates the tasks of a run's new instances (a task that exists is left as it is), per queue in one call each. */
+  async createTasks(runId: string, instances: readonly string[]): Promise<void> {
+    if (instances.length === 0) return;
+    const run = await this.load(runId);
+    if (!run) return;
+    const { compiled, record } = run;
+    const byQueue = new Map<string, NewTask[]>();
+    const tries = await this.runs.tries(runId, instances);
+    const parsed = instances.map(parseInstance);
+    // A unites node's inputs are lists of its branches' outputs: its worker reads them from the run.
+    const resolving = parsed.filter((i) => !compiled.nodes.get(i.node)!.node.unites);
+    const resolved = await resolveInstances(this.runs, runId, compiled, record.input, resolving);
+    const resolvedOf = new Map<Instance, Resolved>(resolving.map((i, k) => [i, resolved[k]!]));
+    for (const [i, key] of instances.entries()) {
+      const instance = parsed[i]!;
+      const c = compiled.nodes.get(instance.node)!;
+      const n = c.node;
+      const { input, state } = resolvedOf.get(instance) ?? { input: null, state: null };
+      const choosing = n.router !== undefined || n.next.length > 1;
+      const payload = {
+        node: {
+          run: runId,
+          id: n.id,
+          type: n.type,
+          instance: key,
+          ...(n.fanOut && { fanOut: compiled.graph.maxFanOut }),
+          ...(choosing && { next: n.next }),
+          ...(n.router && { router: n.router }),
+          ...(n.unites && { unites: n.unites }),
+        },
+        input,
+        state,
+      };
+      const task: NewTask = {
+        taskId: `${c.queue}/${taskNameOf(runId, instance, tries[i])}`,
+        queue: c.queue,
+        agent: n.type,
+        payload: JSON.stringify(payload),
+        detailed: record.options.detailed,
+        maxRetries: n.retry?.maxRetries ?? 0,
+        backoff: n.retry?.backoff,
+        maxDeliveries: n.retry?.maxDeliveries,
+        timeoutMs: n.timeoutMs,
+        priority: n.priority === undefined ? undefined : typeof n.priority === "number" ? laneOfPriority(n.priority) : n.priority,
+        metadata: { ...record.options.metadata, graphRun: runId, graphNode: key },
+        // The same on every create of this instance: a second create is taken for a resend, not a clash.
+        submitId: runId,
+        handoff: true,
+        trace: record.options.trace,
+      };
+      const list = byQueue.get(c.queue) ?? [];
+      list.push(task);
+      byQueue.set(c.queue, list);
+    }
+    for (const [queue, tasks] of byQueue) {
+      // At most CREATE_BATCH a call: a wide fan-out does not hold Redis in one long script.
+      for (let from = 0; from < tasks.length; from += CREATE_BATCH) {
+        const { lanesMade } = await this.tasks.createMany(queue, tasks.slice(from, from + CREATE_BATCH));
+        if (lanesMade) await this.tasks.registerQueue(queue);
+      }
+    }
+    // A cancel (or failure) that ended the run between its advance and these creates: they never run.
+    if ((await this.runs.status(runId)) !== "RUNNING") await this.cancelTasks(runId, instances, "the graph run ended");
+  }
+
+  /**
+   * Hands a node task's end on to its run: the outcome recorded in the run, its successors' tasks
+   * created, the hand-off cleared. Safe to call again, from any process, for the same task. `known`:
+   * the end as the worker that ran it knows it (else the task's record is read).
+   */
+  async handOff(taskId: string, known?: NodeEnd): Promise<void> {
+    const { queue, name } = splitTaskId(taskId);
+    const ref = instanceOfTaskName(name);
+    if (!ref) {
+      await clearHandoffs(this.redis, this.keys, queue, [taskId]);
+      return;
+    }
+    let end = known;
+    if (!end) {
+      const task = await this.tasks.get(taskId);
+      if (task && task.status !== "COMPLETED" && task.status !== "FAILED" && task.status !== "CANCELLED") return; // runs again (a re-queued dead letter)
+      end = task ? { status: task.status as NodeEnd["status"], result: task.result as NodeResult | undefined, error: task.error } : undefined;
+    }
+    const run = await this.load(ref.runId);
+    if (run) {
+      const key = `${ref.instance.node}@${ref.instance.branch.join(".")}#${ref.instance.n}`;
+      const reply = await this.runs.advance(ref.runId, key, endOf(end), run.record.options.ttlMs, ref.try);
+      if (reply.reply === "ok" || reply.reply === "replay") await this.createTasks(ref.runId, reply.created);
+      if (reply.status === "FAILED" || reply.status === "CANCELLED") await this.cancelOpen(ref.runId, "the graph run ended");
+      if (reply.status !== "RUNNING") {
+        this.cache.delete(ref.runId);
+        if (reply.reply === "ok" && this.onRunEnded) {
+          const ended = await this.runs.record(ref.runId);
+          if (ended?.endedAt !== undefined) this.onRunEnded(run.record, reply.status as "SUCCEEDED" | "FAILED" | "CANCELLED", ended.endedAt);
+        }
+      }
+    }
+    await clearHandoffs(this.redis, this.keys, queue, [taskId]);
+  }
+
+  /** Cancels a run: it ends CANCELLED and its open instances' tasks are cancelled (running ones abort). */
+  async cancel(runId: string, reason = "cancelled by request"): Promise<"cancelled" | "finished" | "missing"> {
+    const run = await this.load(runId);
+    const { outcome } = await this.runs.cancel(runId, reason, run?.record.options.ttlMs ?? 86_400_000);
+    if (outcome !== "missing") await this.cancelOpen(runId, reason);
+    this.cache.delete(runId);
+    return outcome;
+  }
+
+  /**
+   * Resumes a FAILED or CANCELLED run from its failed, cancelled and unfinished nodes (new tasks,
+   * under the run's next try); every node that succeeded keeps its output and is not run again.
+   */
+  async retry(runId: string): Promise<"retried" | "refused" | "missing"> {
+    const { outcome, instances } = await this.runs.retry(runId);
+    this.cache.delete(runId);
+    if (outcome === "retried") await this.createTasks(runId, instances);
+    return outcome;
+  }
+
+  private async cancelOpen(runId: string, reason: string): Promise<void> {
+    const open = [...(await this.runs.nodes(runId))].filter(([, n]) => n.state === "CREATED").map(([k]) => k);
+    await this.cancelTasks(runId, open, reason);
+  }
+
+  private async cancelTasks(runId: string, instances: readonly string[], reason: string): Promise<void> {
+    const run = await this.load(runId);
+    if (!run) return;
+    const tries = await this.runs.tries(runId, instances);
+    await Promise.all(
+      instances.map((key, i) =>
+        requestCancel(this.redis, this.keys, DEFAULT_RETENTION, this.taskIdOf(runId, run.compiled, parseInstance(key), tries[i]), reason),
+      ),
+    );
+  }
+
+  /**
+   * Finishes what crashed processes left: hand-offs of `queues` older than `graceMs`, and starts
+   * older than `graceMs` whose process died before their first tasks existed. Returns how many it finished.
+   */
+  async sweep(queues: readonly string[], graceMs: number, limit = 100): Promise<number> {
+    const before = Date.now() - graceMs;
+    let done = 0;
+    for (const queue of queues) {
+      for (const { taskId } of await readHandoffs(this.redis, this.keys, queue, before, limit)) {
+        await this.handOff(taskId);
+        done++;
+      }
+    }
+    const starting = await this.redis.zrangebyscore(this.keys.graphStarting(), "-inf", before, "LIMIT", 0, limit);
+    for (const runId of starting) {
+      const run = await this.load(runId);
+      if (run) {
+        const created = [...(await this.runs.nodes(runId))].filter(([k, n]) => n.state === "CREATED" && parseInstance(k).branch.length === 0).map(([k]) => k);
+        await this.createTasks(runId, created);
+      }
+      await this.redis.zrem(this.keys.graphStarting(), runId);
+      this.log.info("graph run start finished by the sweeper", { runId, found: run !== undefined });
+      done++;
+    }
+    return done;
+  }
+}
+
+/** How a node task ended, as its record (or the worker that ran it) says. */
+export interface NodeEnd {
+  status: "COMPLETED" | "FAILED" | "CANCELLED";
+  result?: NodeResult | undefined;
+  error?: { message: string; code: string } | undefined;
+}
+
+/** A node task's end as its run records it (undefined: its record is gone). */
+function endOf(end: NodeEnd | undefined): {
+  outcome: "EXECUTED" | "ERRORED" | "CANCELLED";
+  output?: string;
+  error?: string;
+  width?: number;
+  chosen?: string[];
+} {
+  if (!end) return { outcome: "ERRORED", error: JSON.stringify({ message: "the node's task record is gone", code: "TASK_NOT_FOUND" }) };
+  if (end.status === "CANCELLED") return { outcome: "CANCELLED", error: JSON.stringify(end.error ?? { message: "cancelled", code: "CANCELLED" }) };
+  if (end.status === "FAILED") return { outcome: "ERRORED", error: JSON.stringify(end.error ?? { message: "failed", code: "TASK_FAILED" }) };
+  const output = end.result?.output ?? null;
+  return {
+    outcome: "EXECUTED",
+    output: JSON.stringify(output),
+    ...(Array.isArray(output) && { width: output.length }),
+    ...(end.result?.next && { chosen: end.result.next }),
+  };
+}

@@ -1,0 +1,11 @@
+import { LuaScript } from "@flotilla/core/redis";
+import * as lua from "./generated/lua.ts";
+
+/** The graph package's scripts (lua/): each works in one run's slot. */
+export const scripts = {
+  startRun: new LuaScript(lua.startRun),
+  advance: new LuaScript(lua.advance),
+  cancelRun: new LuaScript(lua.cancelRun),
+  retryRun: new LuaScript(lua.retryRun),
+  saveTemplate: new LuaScript(lua.saveTemplate),
+} as const;

@@ -1,0 +1,139 @@
+import { ErrorCodes } from "@flotilla/core";
+import { describe, expect, it } from "vitest";
+import { compileGraph, GraphBuilder, type GraphInput } from "../src/index.ts";
+
+const invalid = (graph: GraphInput, message: RegExp) => {
+  const err = (() => {
+    try {
+      compileGraph(graph);
+    } catch (e) {
+      return e;
+    }
+  })();
+  expect(err).toMatchObject({ code: ErrorCodes.INVALID_GRAPH });
+  expect((err as Error).message).toMatch(message);
+};
+
+describe("compileGraph: what cannot run fails at definition time", () => {
+  it("an expression naming a node that does not come before it", () => {
+    invalid(
+      {
+        nodes: [
+          { id: "a", type: "t", next: ["b"], inputs: { x: "${{b.outputs.y}}" } },
+          { id: "b", type: "t" },
+        ],
+      },
+      /node a: an expression names b, which does not come before it/,
+    );
+    invalid({ nodes: [{ id: "a", type: "t", inputs: { x: "see ${{ghost.outputs}}" } }] }, /names ghost, which is not a node/);
+    invalid({ nodes: [{ id: "a", type: "t", inputs: { x: "${{a.result}}" } }] }, /without .outputs/);
+  });
+
+  it("next or unites naming what is not there; a unites of no fan-out; a loop without maxIterations", () => {
+    invalid({ nodes: [{ id: "a", type: "t", next: ["zz"] }] }, /next names zz, which is not a node/);
+    invalid(
+      {
+        nodes: [
+          { id: "a", type: "t", next: ["b"] },
+          { id: "b", type: "t", unites: { id: "a" } },
+        ],
+      },
+      /unites a, which is no fan-out node/,
+    );
+    invalid(
+      {
+        nodes: [
+          { id: "a", type: "t", next: ["b"] },
+          { id: "b", type: "t", next: ["a"] },
+        ],
+      },
+      /node b loops back: give it maxIterations/,
+    );
+    invalid(
+      {
+        nodes: [
+          { id: "a", type: "t" },
+          { id: "a", type: "u" },
+        ],
+      },
+      /used twice/,
+    );
+  });
+
+  it("branches that meet without being united; an expression reaching into branches the node does not join", () => {
+    invalid(
+      {
+        nodes: [
+          { id: "s", type: "t", fanOut: true, next: ["p"] },
+          { id: "x", type: "t", next: ["end"] },
+          { id: "p", type: "t", next: ["end"] },
+          { id: "end", type: "t" },
+        ],
+      },
+      // p runs once per branch of s, x once: `end` would be both.
+      /run in different branches; join fan-out branches with unites/,
+    );
+    invalid(
+      {
+        nodes: [
+          { id: "s", type: "t", fanOut: true, next: ["p"] },
+          { id: "p", type: "t", next: ["u"] },
+          { id: "u", type: "t", unites: { id: "s" }, next: ["after"] },
+          { id: "after", type: "t", inputs: { x: "${{p.outputs}}" } },
+        ],
+      },
+      /names p, which runs in branches after does not join/,
+    );
+  });
+
+  it("works out roots, scopes, loops and the default inputs", () => {
+    const g = compileGraph({
+      nodes: [
+        { id: "s", type: "t", fanOut: true, next: ["p"] },
+        { id: "p", type: "t", next: ["u"] },
+        { id: "u", type: "t", unites: { id: "s", policy: "all-done" }, next: ["w"] },
+        { id: "w", type: "t", next: ["r"] },
+        { id: "r", type: "t", next: ["w", "z"], maxIterations: 2 },
+        { id: "z", type: "t" },
+      ],
+    });
+    expect(g.roots).toEqual(["s"]);
+    expect(g.nodes.get("p")!.scope).toEqual(["s"]);
+    expect(g.nodes.get("u")!.scope).toEqual([]);
+    expect(g.nodes.get("r")!.next).toEqual([
+      { id: "w", back: true },
+      { id: "z", back: false },
+    ]);
+    expect([...g.nodes].filter(([, c]) => c.inLoop).map(([id]) => id)).toEqual(["w", "r"]);
+    expect(g.nodes.get("s")!.inputs).toBe("${{input}}");
+    expect(g.nodes.get("u")!.inputs).toBe("${{p.outputs}}");
+    expect(g.nodes.get("p")!.queue).toBe("node.t");
+  });
+});
+
+describe("GraphBuilder", () => {
+  it("builds the same JSON a user would write, checked", () => {
+    const built = new GraphBuilder("research", { version: 2 })
+      .node("plan", { type: "planner", fanOut: true })
+      .node("research", { type: "researcher", retry: { maxRetries: 2 } })
+      .node("write", { type: "writer", unites: { id: "plan" }, inputs: { notes: "${{research.outputs.text}}" } })
+      .edge("plan", "research")
+      .edge("research", "write")
+      .build();
+    expect(built).toEqual({
+      name: "research",
+      version: 2,
+      nodes: [
+        { id: "plan", type: "planner", fanOut: true, next: ["research"] },
+        { id: "research", type: "researcher", retry: { maxRetries: 2 }, next: ["write"] },
+        { id: "write", type: "writer", unites: { id: "plan" }, inputs: { notes: "${{research.outputs.text}}" } },
+      ],
+    });
+    expect(() =>
+      new GraphBuilder()
+        .node("a", { type: "t" })
+        .node("b", { type: "t", inputs: { x: "${{c.outputs}}" } })
+        .build(),
+    ).toThrow(/names c/);
+  });
+});
