@@ -285,6 +285,15 @@ export const NON_RETRYABLE_CODES: readonly string[] = [
 ];
 const NON_RETRYABLE: ReadonlySet<string> = new Set(NON_RETRYABLE_CODES);
 
+/**
+ * Why a run was aborted, as its signal's reason (what a tool's `signal.reason` is): code CANCELLED
+ * (message: the cancel's reason), TIMEOUT, SHUTDOWN or STALE_ATTEMPT. The worker decides the outcome
+ * by it. Executors throw it too: a graph node whose run already ended throws code CANCELLED, so its
+ * task ends CANCELLED before its own cancel arrives. Executors running tools elsewhere (Temporal
+ * mode) abort them with the same reason.
+ */
+export class AbortReason extends FlotillaError {}
+
 /** Whether a failed attempt may be retried: not for `retryable: false` (UnrecoverableError), nor a code in NON_RETRYABLE_CODES. */
 export function isRetryable(err: unknown): boolean {
   if (err && typeof err === "object" && (err as { retryable?: unknown }).retryable === false) return false;

@@ -4,6 +4,7 @@
 export { type ExponentialBackoff, exponentialDelay } from "./backoff.ts";
 export { DEFAULT_RETENTION, DEFAULTS, type KeepRule, type Retention, type RetentionOptions, resolveRetention } from "./defaults.ts";
 export {
+  AbortReason,
   ConnectionError,
   CorruptRecordError,
   DeadLetterNotFoundError,

@@ -1,4 +1,5 @@
 import {
+  AbortReason,
   type AgentSpec,
   type AgentSpecInput,
   DEFAULTS,
@@ -157,7 +158,8 @@ export class GraphWorker {
     const run = await engine.load(node.run);
     const status = await engine.runs.status(node.run);
     if (!run || status !== "RUNNING") {
-      throw new FlotillaError(ErrorCodes.CANCELLED, `graph run ${node.run} is ${status?.toLowerCase() ?? "gone"}`, { retryable: false });
+      // The run ended (a cancel or a failure) before this node's own cancel reached its task: it ends CANCELLED.
+      throw new AbortReason(ErrorCodes.CANCELLED, `graph run ${node.run} is ${status?.toLowerCase() ?? "gone"}`, { retryable: false });
     }
     await engine.runs.nodeStarted(node.run, node.instance, ctx.taskId, ctx.attempt);
     let { input, state } = ctx;
@@ -166,6 +168,8 @@ export class GraphWorker {
     const timed = { graph: run.record.graphName, node: node.id, type: node.type };
     let output: JsonValue;
     try {
+      // A cancel that arrived during the reads above: a node function that listens for abort only once called would never hear it.
+      ctx.signal.throwIfAborted();
       output = await this.run(node.type, input, state ?? {}, ctx, node.instance);
     } catch (err) {
       this.metrics?.record(METRICS.graphNodeDuration, (performance.now() - started) / 1000, { ...timed, status: "FAILED" });

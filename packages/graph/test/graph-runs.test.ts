@@ -216,6 +216,23 @@ describe("graph runs on real workers", () => {
     expect((await run.status()).nodes.map((n) => n.node)).toEqual(["a"]);
   });
 
+  it("a node task that starts after its run ended (the cancel not yet at its task) ends CANCELLED, not FAILED", async () => {
+    // The window between a cancel ending the run and its cancel reaching the node's task, held open:
+    // nobody serves the node type until the run record says CANCELLED.
+    const run = await client.startGraph({ nodes: [{ id: "late", type: "late" }] }, null);
+    const taskId = (await waitFor(async () => (await run.status()).nodes[0]?.taskId))!;
+    await env.redis.hset(env.keys.run(run.runId), "status", "CANCELLED");
+    let ran = false;
+    await worker([
+      fn("late", () => {
+        ran = true;
+        return null;
+      }),
+    ]);
+    expect((await env.until(taskId)).status).toBe("CANCELLED");
+    expect(ran).toBe(false);
+  });
+
   it("inputs are checked by the node's schema; a mismatch fails the node without retries", async () => {
     await worker([defineNode({ type: "typed", inputSchema: z.object({ n: z.number() }), execute: (i) => ({ twice: i.n * 2 }) })]);
     const retry = { maxRetries: 3, maxDeliveries: 9 };

@@ -1,6 +1,7 @@
 import type { Lane } from "@flotilla/broker";
 import type { CancelListener } from "@flotilla/cancel";
 import {
+  AbortReason,
   AgentPayloadSchema,
   type Backoff,
   backoffDelay,
@@ -27,7 +28,6 @@ import type { FinishInput, StartReply } from "@flotilla/store";
 import { SpanStatusCode } from "@opentelemetry/api";
 import type { Redis } from "ioredis";
 import { z } from "zod";
-import { AbortReason } from "./abort-reason.ts";
 import type { Executor, NodeExecutionContext, NodeExecutor } from "./executor.ts";
 
 const MetadataSchema = z.record(z.string(), JsonValueSchema);

@@ -1,6 +1,6 @@
 // Thrown from a tool, a model or an executor to fail the task at once: re-exported so a worker needs no @flotilla/core.
-export { UnrecoverableError } from "@flotilla/core";
-export { AbortReason } from "./abort-reason.ts";
+/** Re-exported from core, where executors in other packages reach it. */
+export { AbortReason, UnrecoverableError } from "@flotilla/core";
 export { type AgentExecutorOptions, agentExecutor } from "./agent-executor.ts";
 export type { DeadLetteredEvent, TaskEndEvent, WorkerEvents } from "./events.ts";
 export type { ExecutionContext, Executor, NodeExecutionContext, NodeExecutor, NodeExecutorStart } from "./executor.ts";

@@ -1,6 +1,5 @@
 import type { Broker } from "@flotilla/broker";
-import { ErrorCodes, type Logger } from "@flotilla/core";
-import { AbortReason } from "./abort-reason.ts";
+import { AbortReason, ErrorCodes, type Logger } from "@flotilla/core";
 import type { InFlight, Running } from "./in-flight.ts";
 
 export interface LeaseKeeperOptions {

@@ -1,12 +1,11 @@
 import { Broker } from "@flotilla/broker";
 import { CancelListener } from "@flotilla/cancel";
-import { createKeys, ErrorCodes } from "@flotilla/core";
+import { AbortReason, createKeys, ErrorCodes } from "@flotilla/core";
 import { closeRedis, describeRedis, type OwnedRedis, openRedis, SubscriberHub, whenReady } from "@flotilla/core/redis";
 import { Heartbeat } from "@flotilla/health";
 import { MemoryStores } from "@flotilla/memory";
 import { METRICS } from "@flotilla/metrics";
 import { TaskStore } from "@flotilla/store";
-import { AbortReason } from "./abort-reason.ts";
 import { agentExecutor } from "./agent-executor.ts";
 import { AttemptRunner } from "./attempt.ts";
 import { ClaimScheduler } from "./claim-scheduler.ts";

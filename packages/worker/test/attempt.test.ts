@@ -1,11 +1,10 @@
 import type { Lane } from "@flotilla/broker";
 import type { CancelListener } from "@flotilla/cancel";
-import { createKeys, DEFAULT_RETENTION, DEFAULTS, ErrorCodes, type JsonValue } from "@flotilla/core";
+import { AbortReason, createKeys, DEFAULT_RETENTION, DEFAULTS, ErrorCodes, type JsonValue } from "@flotilla/core";
 import { FlotillaMetrics, METRICS } from "@flotilla/metrics";
 import { newTask, TestTaskStore } from "@flotilla/store/testing";
 import { purgePrefix, scripted, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
-import { AbortReason } from "../src/abort-reason.ts";
 import { AttemptRunner, type RunReply } from "../src/attempt.ts";
 import type { ExecutionContext, Executor } from "../src/executor.ts";
 

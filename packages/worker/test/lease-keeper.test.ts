@@ -1,11 +1,10 @@
 import type { Lane } from "@flotilla/broker";
 import { TestBroker } from "@flotilla/broker/testing";
-import { createKeys, DEFAULT_RETENTION, ErrorCodes, type Logger, silentLogger } from "@flotilla/core";
+import { AbortReason, createKeys, DEFAULT_RETENTION, ErrorCodes, type Logger, silentLogger } from "@flotilla/core";
 import { FlotillaMetrics } from "@flotilla/metrics";
 import { newTask, TestTaskStore } from "@flotilla/store/testing";
 import { purgePrefix, recordingLogger, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
-import { AbortReason } from "../src/abort-reason.ts";
 import { InFlight, type Running } from "../src/in-flight.ts";
 import { LeaseKeeper } from "../src/lease-keeper.ts";
 import { OutcomeRecorder } from "../src/outcome-recorder.ts";
