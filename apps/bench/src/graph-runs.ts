@@ -72,10 +72,9 @@ export async function graphRun(client: GraphClient, admin: Redis, width: number)
   const lastWorkEnd = Math.max(...work.map((t) => t!.completedAt!));
   const firstWorkStart = Math.min(...work.map((t) => t!.startedAt!));
   // advance-5.lua writes node-created for the merge in the step that records the last branch's end.
-  const events = (await admin.xrange(client.engine.runs.keys.runEvents(run.runId), "-", "+")) as Array<[string, string[]]>;
-  const field = (fields: string[], name: string) => fields[fields.indexOf(name) + 1];
-  const mergeCreated = events.find(([, f]) => field(f, "type") === "node-created" && field(f, "node")?.startsWith("merge@"));
-  const mergeCreatedAt = Number(mergeCreated ? field(mergeCreated[1], "ts") : Number.NaN);
+  // The run ended: its lifecycle events are replayed up to its run-finished.
+  let mergeCreatedAt = Number.NaN;
+  for await (const e of run.events({ timeoutMs: 10_000 })) if (e.type === "node-created" && e.node === "merge") mergeCreatedAt = e.ts;
   const figures: GraphRunFigures = {
     perSec: Math.round(nodes / seconds),
     seconds: round(seconds, 3),

@@ -20,6 +20,7 @@
 ]]
 --- @include "@flotilla/broker/redisNow"
 --- @include "endRun"
+--- @include "expireRun"
 local reason, ttlMs, maxLen = unpack(ARGV, 2, 4)
 local run = { key = KEYS[1], events = KEYS[5], maxLen = maxLen, now = redisNow(ARGV[1]), ttlMs = ttlMs, keys = KEYS }
 local status = redis.call('HGET', KEYS[1], 'status')
@@ -37,4 +38,5 @@ if status ~= 'RUNNING' then
   return { 'finished', status, table.concat(open, ',') }
 end
 endRun(run, 'CANCELLED', cjson.encode({ message = reason, code = 'RUN_CANCELLED' }))
+expireRun(run)
 return { 'cancelled', 'CANCELLED', table.concat(open, ',') }

@@ -4,7 +4,7 @@ import { clearHandoffs, type NewTask, readHandoffs, TaskStore } from "@flotilla/
 import type { Redis } from "ioredis";
 import { type CompiledGraph, compileGraph } from "./compile.ts";
 import { type Graph, GraphSchema } from "./definition.ts";
-import { type Instance, instanceOfTaskName, parseInstance, taskNameOf } from "./instances.ts";
+import { type Instance, instanceKey, instanceOfTaskName, parseInstance, taskNameOf } from "./instances.ts";
 import { type Resolved, resolveInstances } from "./resolver.ts";
 import { type RunOptions, type RunRecord, RunStore } from "./run-store.ts";
 
@@ -23,6 +23,48 @@ export interface NodeResult {
 const CACHE_MAX = 1000;
 /** Node tasks created per create-8.lua call at most (as submitMany chunks). */
 const CREATE_BATCH = 500;
+/** Ends of one run recorded per advance-5.lua call at most, and their outputs' size: the call's arguments carry them. */
+const ADVANCE_BATCH = 100;
+const ADVANCE_BATCH_CHARS = 1_048_576;
+
+/** `items` in order, in chunks of at most ADVANCE_BATCH items and about ADVANCE_BATCH_CHARS of `size` (one item at least). */
+function chunks<T>(items: readonly T[], size: (item: T) => number): T[][] {
+  const out: T[][] = [];
+  let chunk: T[] = [];
+  let chars = 0;
+  for (const item of items) {
+    if (chunk.length > 0 && (chunk.length >= ADVANCE_BATCH || chars + size(item) > ADVANCE_BATCH_CHARS)) {
+      out.push(chunk);
+      chunk = [];
+      chars = 0;
+    }
+    chunk.push(item);
+    chars += size(item);
+  }
+  if (chunk.length > 0) out.push(chunk);
+  return out;
+}
+
+/** A node task's end to hand on to its run: `known` is the end as the worker that ran it knows it (else its record is read). */
+export interface HandOff {
+  taskId: string;
+  known?: NodeEnd | undefined;
+}
+
+type TaskRef = NonNullable<ReturnType<typeof instanceOfTaskName>>;
+/** A node task's end on its way to its run (undefined: the task's record is gone). */
+interface NodeTaskEnd {
+  taskId: string;
+  queue: string;
+  ref: TaskRef;
+  end: NodeEnd | undefined;
+}
+
+const addTo = <K, V>(map: Map<K, V[]>, key: K, value: V): void => {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+};
 
 /**
  * Moves graph runs forward in Redis: starts them, and hands each node task's end on to its run
@@ -164,39 +206,63 @@ export class GraphEngine {
     if ((await this.runs.status(runId)) !== "RUNNING") await this.cancelTasks(runId, instances, "the graph run ended");
   }
 
+  /** Hands one node task's end on to its run (see handOffMany). */
+  handOff(taskId: string, known?: NodeEnd): Promise<void> {
+    return this.handOffMany([{ taskId, known }]);
+  }
+
   /**
-   * Hands a node task's end on to its run: the outcome recorded in the run, its successors' tasks
-   * created, the hand-off cleared. Safe to call again, from any process, for the same task. `known`:
-   * the end as the worker that ran it knows it (else the task's record is read).
+   * Hands node tasks' ends on to their runs: each run's ends recorded in one advance call (per
+   * ADVANCE_BATCH), their successors' tasks created, the hand-offs cleared. Safe to call again, from
+   * any process, for the same tasks. An end not `known` (as the worker that ran it knows it) is
+   * read from its task's record.
    */
-  async handOff(taskId: string, known?: NodeEnd): Promise<void> {
-    const { queue, name } = splitTaskId(taskId);
-    const ref = instanceOfTaskName(name);
-    if (!ref) {
-      await clearHandoffs(this.redis, this.keys, queue, [taskId]);
-      return;
+  async handOffMany(handOffs: readonly HandOff[]): Promise<void> {
+    const ends: NodeTaskEnd[] = [];
+    const clear = new Map<string, string[]>();
+    const unknown: Array<{ taskId: string; queue: string; ref: TaskRef }> = [];
+    for (const { taskId, known } of handOffs) {
+      const { queue, name } = splitTaskId(taskId);
+      const ref = instanceOfTaskName(name);
+      if (!ref) addTo(clear, queue, taskId);
+      else if (known) ends.push({ taskId, queue, ref, end: known });
+      else unknown.push({ taskId, queue, ref });
     }
-    let end = known;
-    if (!end) {
-      const task = await this.tasks.get(taskId);
-      if (task && task.status !== "COMPLETED" && task.status !== "FAILED" && task.status !== "CANCELLED") return; // runs again (a re-queued dead letter)
-      end = task ? { status: task.status as NodeEnd["status"], result: task.result as NodeResult | undefined, error: task.error } : undefined;
+    const records = unknown.length > 0 ? await this.tasks.getMany(unknown.map((u) => u.taskId)) : [];
+    for (const [i, u] of unknown.entries()) {
+      const task = records[i];
+      if (task && task.status !== "COMPLETED" && task.status !== "FAILED" && task.status !== "CANCELLED") continue; // runs again (a re-queued dead letter)
+      ends.push({ ...u, end: task && { status: task.status as NodeEnd["status"], result: task.result as NodeResult | undefined, error: task.error } });
     }
-    const run = await this.load(ref.runId);
-    if (run) {
-      const key = `${ref.instance.node}@${ref.instance.branch.join(".")}#${ref.instance.n}`;
-      const reply = await this.runs.advance(ref.runId, key, endOf(end), run.record.options.ttlMs, ref.try);
-      if (reply.reply === "ok" || reply.reply === "replay") await this.createTasks(ref.runId, reply.created);
-      if (reply.status === "FAILED" || reply.status === "CANCELLED") await this.cancelOpen(ref.runId, "the graph run ended");
-      if (reply.status !== "RUNNING") {
-        this.cache.delete(ref.runId);
-        if (reply.reply === "ok" && this.onRunEnded) {
-          const ended = await this.runs.record(ref.runId);
-          if (ended?.endedAt !== undefined) this.onRunEnded(run.record, reply.status as "SUCCEEDED" | "FAILED" | "CANCELLED", ended.endedAt);
+    const byRun = new Map<string, NodeTaskEnd[]>();
+    for (const e of ends) addTo(byRun, e.ref.runId, e);
+    await Promise.all([...byRun].map(([runId, runEnds]) => this.advanceRun(runId, runEnds)));
+    for (const e of ends) addTo(clear, e.queue, e.taskId);
+    await Promise.all([...clear].map(([queue, taskIds]) => clearHandoffs(this.redis, this.keys, queue, taskIds)));
+  }
+
+  private async advanceRun(runId: string, ends: readonly NodeTaskEnd[]): Promise<void> {
+    const run = await this.load(runId);
+    if (!run) return;
+    for (const chunk of chunks(
+      ends.map(({ ref, end }) => ({ instance: instanceKey(ref.instance), try: ref.try, ...endOf(end) })),
+      (e) => (e.output?.length ?? 0) + (e.error?.length ?? 0),
+    )) {
+      const { status, endedRun, replies } = await this.runs.advance(runId, chunk, run.record.options.ttlMs);
+      await this.createTasks(
+        runId,
+        replies.flatMap((r) => (r.reply === "ok" || r.reply === "replay" ? r.created : [])),
+      );
+      if (status === "FAILED" || status === "CANCELLED") await this.cancelOpen(runId, "the graph run ended");
+      if (status !== "RUNNING") {
+        this.cache.delete(runId);
+        if (endedRun && this.onRunEnded) {
+          const ended = await this.runs.record(runId);
+          if (ended?.endedAt !== undefined) this.onRunEnded(run.record, status as "SUCCEEDED" | "FAILED" | "CANCELLED", ended.endedAt);
         }
+        return;
       }
     }
-    await clearHandoffs(this.redis, this.keys, queue, [taskId]);
   }
 
   /** Cancels a run: it ends CANCELLED and its open instances' tasks are cancelled (running ones abort). */
@@ -243,10 +309,9 @@ export class GraphEngine {
     const before = Date.now() - graceMs;
     let done = 0;
     for (const queue of queues) {
-      for (const { taskId } of await readHandoffs(this.redis, this.keys, queue, before, limit)) {
-        await this.handOff(taskId);
-        done++;
-      }
+      const found = await readHandoffs(this.redis, this.keys, queue, before, limit);
+      await this.handOffMany(found.map(({ taskId }) => ({ taskId })));
+      done += found.length;
     }
     const starting = await this.redis.zrangebyscore(this.keys.graphStarting(), "-inf", before, "LIMIT", 0, limit);
     for (const runId of starting) {

@@ -19,7 +19,7 @@ import type { AgentEvent } from "@flotilla/events";
 import { type FlotillaMetrics, METRICS } from "@flotilla/metrics";
 import type { Redis } from "ioredis";
 import { queueOfType } from "./definition.ts";
-import { GraphEngine, type NodeEnd, type NodeResult } from "./engine.ts";
+import { GraphEngine, type HandOff, type NodeEnd, type NodeResult } from "./engine.ts";
 import { NodeTaskSchema, parseInstance } from "./instances.ts";
 import type { NodeDefinition, Router } from "./node.ts";
 import { resolveInstance } from "./resolver.ts";
@@ -92,6 +92,8 @@ export class GraphWorker {
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<unknown> | undefined;
   private readonly handOffs = new Set<Promise<void>>();
+  /** Ends told since the last hand-off batch went out. */
+  private ending: HandOff[] = [];
   /** What execute returned for node tasks not yet ended, so their hand-off need not read it back. */
   private readonly results = new Map<string, NodeResult>();
 
@@ -136,7 +138,11 @@ export class GraphWorker {
     await Promise.all(this.handOffs);
   }
 
-  /** A node task ended here: its run advances now (the sweeper does it later if this process dies first). */
+  /**
+   * A node task ended here: its run advances now (the sweeper does it later if this process dies
+   * first). The ends of one settle batch (told in one turn of the event loop) are handed on
+   * together: each run's in one advance call.
+   */
   ended(taskId: string, end: { status: NodeEnd["status"]; error?: NodeEnd["error"] }): void {
     const engine = this.engine;
     const result = this.results.get(taskId);
@@ -144,9 +150,16 @@ export class GraphWorker {
     if (!engine) return;
     // A completed task's result is what execute returned here (unless this worker forgot it).
     const known: NodeEnd | undefined = end.status !== "COMPLETED" ? end : result && { status: "COMPLETED", result };
-    const p = engine
-      .handOff(taskId, known)
-      .catch((err) => this.log.warn("graph hand-off failed; the sweeper will finish it", { taskId, err }))
+    this.ending.push({ taskId, known });
+    if (this.ending.length > 1) return;
+    const p = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => {
+        const batch = this.ending;
+        this.ending = [];
+        return engine
+          .handOffMany(batch)
+          .catch((err) => this.log.warn("graph hand-off failed; the sweeper will finish it", { tasks: batch.length, taskId: batch[0]!.taskId, err }));
+      })
       .finally(() => this.handOffs.delete(p));
     this.handOffs.add(p);
   }

@@ -14,7 +14,7 @@ export {
   RunIdSchema,
   type UnitePolicy,
 } from "./definition.ts";
-export { GraphEngine, type NodeEnd, type NodeResult } from "./engine.ts";
+export { GraphEngine, type HandOff, type NodeEnd, type NodeResult } from "./engine.ts";
 export { GraphClient, type GraphClientOptions, type SharedConnections, type StartGraphOptions, StartGraphOptionsSchema } from "./graph-client.ts";
 export { type AgentLike, type GraphNodeExecution, GraphWorker, type GraphWorkerOptions, graphWorker } from "./graph-worker.ts";
 export { type ImportOptions, importSeedGraph, type SeedGraph, SeedGraphSchema } from "./importer.ts";

@@ -48,18 +48,26 @@ export interface GraphRunEvent {
 
 const NUMERIC: ReadonlySet<string> = new Set(["ts", "attempt", "try"]);
 
-/** A lifecycle stream entry as an event: its node instance (stored as `node`) split into node, instance and branch. */
-function runEventOf(id: string, fields: readonly string[]): GraphRunEvent {
+/**
+ * A lifecycle stream entry as events: its node instance (stored as `node`) split into node,
+ * instance and branch. An entry for several instances (`nodes`: what one end created) is one event
+ * per instance, each with the entry's id.
+ */
+function runEventsOf(id: string, fields: readonly string[]): GraphRunEvent[] {
   const raw: Record<string, string | number> = {};
   for (let i = 0; i < fields.length; i += 2) raw[fields[i]!] = NUMERIC.has(fields[i]!) ? Number(fields[i + 1]) : fields[i + 1]!;
-  const event = { ...raw, id } as unknown as GraphRunEvent;
-  if (typeof raw.node === "string" && raw.node.includes("@")) {
-    const instance = parseInstance(raw.node);
-    event.node = instance.node;
-    event.instance = raw.node;
-    event.branch = instance.branch;
-  }
-  return event;
+  const { nodes, ...rest } = raw;
+  const instances = typeof nodes === "string" ? nodes.split(",") : [raw.node];
+  return instances.map((node) => {
+    const event = { ...rest, id } as unknown as GraphRunEvent;
+    if (typeof node === "string" && node.includes("@")) {
+      const instance = parseInstance(node);
+      event.node = instance.node;
+      event.instance = node;
+      event.branch = instance.branch;
+    }
+    return event;
+  });
 }
 
 const TERMINAL: ReadonlySet<string> = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
@@ -179,10 +187,11 @@ export class GraphRunHandle {
       const reply = (await redis.xread("COUNT", 500, "BLOCK", wait, "STREAMS", key, last)) as Array<[string, Array<[string, string[]]>]> | null;
       for (const [id, fields] of reply?.[0]?.[1] ?? []) {
         last = id;
-        const event = runEventOf(id, fields);
-        yield event;
-        // A run retried after it ended goes on: its stream has more after this.
-        if (event.type === "run-finished" && (await this.engine.runs.status(this.runId)) !== "RUNNING") return;
+        for (const event of runEventsOf(id, fields)) {
+          yield event;
+          // A run retried after it ended goes on: its stream has more after this.
+          if (event.type === "run-finished" && (await this.engine.runs.status(this.runId)) !== "RUNNING") return;
+        }
       }
       if (Date.now() >= deadline) return;
       if (!reply) {

@@ -46,11 +46,29 @@ export interface RunSummary {
   error: RunRecord["error"];
 }
 
-/** What advance-5.lua answered. */
+/** An instance's end, as advance-5.lua records it. */
+export interface InstanceEnd {
+  instance: string;
+  outcome: "EXECUTED" | "ERRORED" | "CANCELLED";
+  output?: string | undefined;
+  error?: string | undefined;
+  width?: number | undefined;
+  chosen?: readonly string[] | undefined;
+  /** The run's try the ended task was created in (0 before any retry). */
+  try?: number | undefined;
+}
+
+/** What advance-5.lua answered for one end. */
 export interface AdvanceReply {
   reply: "ok" | "replay" | "stale" | "ended" | "unknown" | "missing";
-  status: RunStatus | "";
   created: string[];
+}
+
+/** What advance-5.lua answered for a call: the run's status after it, whether it ended the run, and each end's reply. */
+export interface AdvanceResult {
+  status: RunStatus | "";
+  endedRun: boolean;
+  replies: AdvanceReply[];
 }
 
 /** Lifecycle events kept per run (approximate). */
@@ -101,27 +119,17 @@ export class RunStore {
     return { started: outcome === "started", status, created: list(created) };
   }
 
-  /** Records an instance's end and creates what becomes ready (see advance-5.lua). */
-  async advance(
-    runId: string,
-    instance: string,
-    end: { outcome: "EXECUTED" | "ERRORED" | "CANCELLED"; output?: string; error?: string; width?: number; chosen?: readonly string[] },
-    ttlMs: number,
-    tryNumber = 0,
-  ): Promise<AdvanceReply> {
-    const [reply, status, created] = (await scripts.advance.run(this.redis, this.runKeys(runId), [
-      "",
-      instance,
-      end.outcome,
-      end.output ?? "",
-      end.error ?? "",
-      end.width ?? "",
-      end.chosen ? end.chosen.join(",") : "*",
-      ttlMs,
-      EVENTS_MAX_LEN,
-      tryNumber,
-    ])) as [AdvanceReply["reply"], AdvanceReply["status"], string];
-    return { reply, status, created: list(created) };
+  /** Records some instances' ends, in order, and creates what becomes ready (see advance-5.lua): one call. */
+  async advance(runId: string, ends: readonly InstanceEnd[], ttlMs: number): Promise<AdvanceResult> {
+    const args: Array<string | number> = ["", ttlMs, EVENTS_MAX_LEN];
+    for (const e of ends) {
+      args.push(e.instance, e.outcome, e.output ?? "", e.error ?? "", e.width ?? "", e.chosen ? e.chosen.join(",") : "*", e.try ?? 0);
+    }
+    const [status, endedRun, ...each] = (await scripts.advance.run(this.redis, this.runKeys(runId), args)) as [RunStatus | "missing", number, ...string[]];
+    if (status === "missing") return { status: "", endedRun: false, replies: ends.map(() => ({ reply: "missing", created: [] })) };
+    const replies: AdvanceReply[] = [];
+    for (let i = 0; i < each.length; i += 2) replies.push({ reply: each[i] as AdvanceReply["reply"], created: list(each[i + 1]) });
+    return { status, endedRun: endedRun === 1, replies };
   }
 
   /** Ends a running run CANCELLED; returns the instances still open (their tasks are the caller's to cancel). */

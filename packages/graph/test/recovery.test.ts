@@ -73,8 +73,8 @@ describe("no process's crash stops a run", () => {
     await run.result({ timeoutMs: 15_000 });
     const before = await run.status();
     for (const n of before.nodes) await client.engine.handOff(n.taskId);
-    const again = await client.engine.runs.advance(run.runId, "first@#1", { outcome: "EXECUTED", output: "{}" }, 60_000);
-    expect(again).toEqual({ reply: "replay", status: "SUCCEEDED", created: ["second@#1"] });
+    const again = await client.engine.runs.advance(run.runId, [{ instance: "first@#1", outcome: "EXECUTED", output: "{}" }], 60_000);
+    expect(again).toEqual({ status: "SUCCEEDED", endedRun: false, replies: [{ reply: "replay", created: ["second@#1"] }] });
     expect(await run.status()).toEqual(before);
   });
 

@@ -65,8 +65,9 @@ for i = 8, #ARGV, WIDTH do
     -- of the batch is still created.
     outcome = redis.pcall('HGET', key, 'submitId') == submitId and '1' or '0'
   else
-    if submitId ~= '' then
+    if submitId ~= '' and handoff ~= '1' then
       -- A caller-chosen name may be reused once its record expired: its old events must not replay.
+      -- A graph node task's name carries its run's id and try, never reused: nothing to drop.
       redis.call('DEL', streamBase .. name)
     end
     local fields = { 'taskId', queue .. '/' .. name, 'queue', queue, 'agent', agent, 'payload', payload,
