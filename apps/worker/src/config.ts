@@ -32,6 +32,8 @@ Options (each also read from the environment variable shown):
                                                 graph (graphWorker({ nodes, agents }): node types),
                                                 bus (busWorker({ subscriptions }): bus subscriptions)
   --drain-timeout MS     FLOTILLA_DRAIN_TIMEOUT_MS  default ${DEFAULTS.drainTimeoutMs}
+  --default-timeout MS   FLOTILLA_DEFAULT_TIMEOUT_MS  a task's timeout when it sets none (default: no limit)
+  --queue-timeouts q=MS,… FLOTILLA_QUEUE_TIMEOUTS  per-queue defaults over --default-timeout
   --heartbeat-ttl MS     FLOTILLA_HEARTBEAT_TTL_MS  default ${DEFAULTS.heartbeatTtlMs}
   --lease MS             FLOTILLA_LEASE_MS      default ${DEFAULTS.leaseMs}
   --worker-id ID         FLOTILLA_WORKER_ID     default <hostname>-<pid>-<random>
@@ -66,6 +68,22 @@ const ConfigFields = z.object({
   concurrency: z.coerce.number().int().positive().default(DEFAULTS.concurrency),
   module: z.string().optional(),
   drainTimeoutMs: z.coerce.number().int().min(0).default(DEFAULTS.drainTimeoutMs),
+  defaultTimeoutMs: z.coerce.number().int().positive().optional(),
+  queueTimeouts: z
+    .string()
+    .transform((s) =>
+      s
+        .split(",")
+        .map((pair) => pair.trim())
+        .filter(Boolean)
+        .map((pair): [string, number] => {
+          const [queue = "", ms] = pair.split("=").map((part) => part.trim());
+          return [queue, ms === undefined || ms === "" ? Number.NaN : Number(ms)];
+        }),
+    )
+    .pipe(z.array(z.tuple([QueueNameSchema, z.number("expected queue=ms pairs, comma-separated").int().positive()])))
+    .transform((pairs) => Object.fromEntries(pairs))
+    .optional(),
   heartbeatTtlMs: z.coerce.number().int().min(300).default(DEFAULTS.heartbeatTtlMs),
   leaseMs: z.coerce.number().int().min(300).default(DEFAULTS.leaseMs),
   workerId: z.string().optional(),
@@ -101,6 +119,8 @@ const SOURCES: Record<string, { flag: string; env: string }> = {
   concurrency: { flag: "concurrency", env: "FLOTILLA_CONCURRENCY" },
   module: { flag: "module", env: "FLOTILLA_MODULE" },
   drainTimeoutMs: { flag: "drain-timeout", env: "FLOTILLA_DRAIN_TIMEOUT_MS" },
+  defaultTimeoutMs: { flag: "default-timeout", env: "FLOTILLA_DEFAULT_TIMEOUT_MS" },
+  queueTimeouts: { flag: "queue-timeouts", env: "FLOTILLA_QUEUE_TIMEOUTS" },
   heartbeatTtlMs: { flag: "heartbeat-ttl", env: "FLOTILLA_HEARTBEAT_TTL_MS" },
   leaseMs: { flag: "lease", env: "FLOTILLA_LEASE_MS" },
   workerId: { flag: "worker-id", env: "FLOTILLA_WORKER_ID" },

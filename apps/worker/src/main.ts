@@ -58,6 +58,8 @@ async function main(): Promise<number> {
     concurrency: config.concurrency,
     heartbeatTtlMs: config.heartbeatTtlMs,
     leaseMs: config.leaseMs,
+    ...(config.defaultTimeoutMs !== undefined && { defaultTimeoutMs: config.defaultTimeoutMs }),
+    ...(config.queueTimeouts && { queueTimeouts: config.queueTimeouts }),
     tools: mod.tools,
     ...(mod.providerFactory && { providerFactory: mod.providerFactory }),
     ...(mod.openAICompatible && { openAICompatible: mod.openAICompatible }),

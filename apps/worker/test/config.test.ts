@@ -11,6 +11,15 @@ describe("loadConfig", () => {
     expect(config).toMatchObject({ concurrency: 8, queues: ["a", "b"], redis: "redis://r:1", prefix: "flotilla", drainTimeoutMs: 30_000 });
   });
 
+  it("reads the default task timeout and per-queue ones; refuses a malformed pair", () => {
+    const config = loadConfig(["--default-timeout", "600000"], { FLOTILLA_QUEUE_TIMEOUTS: "chat=60000, reports = 900000" });
+    expect(config).toMatchObject({ defaultTimeoutMs: 600_000, queueTimeouts: { chat: 60_000, reports: 900_000 } });
+    const none = loadConfig([], {}) as WorkerAppConfig;
+    expect([none.defaultTimeoutMs, none.queueTimeouts]).toEqual([undefined, undefined]);
+    expect(() => loadConfig(["--queue-timeouts", "chat:60000"], {})).toThrow(/queueTimeouts/);
+    expect(() => loadConfig(["--queue-timeouts", "chat=-1"], {})).toThrow(/queueTimeouts/);
+  });
+
   it("rejects bad values naming them", () => {
     expect(() => loadConfig([], { FLOTILLA_QUEUES: "a{b}" })).toThrow(ValidationError);
     expect(() => loadConfig(["--log-level", "loud"], {})).toThrow(/logLevel/);

@@ -61,6 +61,8 @@ export interface AttemptDeps {
   onDeadline: () => "release" | "cancel";
   /** An attempt started running. */
   started: (taskId: string, attempt: number) => void;
+  /** The timeout of a task of `queue` that sets none (ms; undefined: no limit). */
+  defaultTimeoutOf?: ((queue: string) => number | undefined) | undefined;
   /** Deepest nesting accepted in a task's agent, input and metadata as read. @default DEFAULTS.maxJsonDepth */
   maxJsonDepth?: number | undefined;
   /** Largest task read (payload and metadata, bytes): a bigger one is not parsed. @default DEFAULTS.workerMaxPayloadBytes */
@@ -156,10 +158,11 @@ export class AttemptRunner {
         metrics.record(METRICS.publishDuration, ms / 1000);
       },
     });
+    const timeoutMs = start.timeoutMs ?? this.deps.defaultTimeoutOf?.(lane.queue);
     const timer =
-      start.timeoutMs === undefined
+      timeoutMs === undefined
         ? undefined
-        : setTimeout(() => controller.abort(new AbortReason(ErrorCodes.TIMEOUT, `timed out after ${start.timeoutMs} ms`)), start.timeoutMs);
+        : setTimeout(() => controller.abort(new AbortReason(ErrorCodes.TIMEOUT, `timed out after ${timeoutMs} ms`)), timeoutMs);
     const aborted = new Promise<never>((_, reject) => {
       const onAbort = () => reject(controller.signal.reason);
       if (controller.signal.aborted) onAbort();

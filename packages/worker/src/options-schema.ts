@@ -124,6 +124,8 @@ export const WorkerOptionsSchema = z
     connectTimeoutMs: positive(),
     retention: RetentionSchema,
     queueRetention: z.record(QueueNameSchema, RetentionSchema),
+    defaultTimeoutMs: positive(),
+    queueTimeouts: z.record(QueueNameSchema, positive()),
     logger: shaped<Logger>(functions("debug", "info", "warn", "error")),
     metrics: shaped<FlotillaMetrics>(functions("add", "record")),
     gaugeIntervalMs: positive(),

@@ -114,6 +114,17 @@ export interface WorkerOptions {
    * @default {} (every queue as `retention`)
    */
   queueRetention?: Record<string, RetentionOptions>;
+  /**
+   * The timeout of a task that sets none (`timeoutMs` on submit), in ms: a model call that hangs
+   * while its lease renews must not hold a slot forever. It times out as a task's own timeout does
+   * (code TIMEOUT, retried if it has retries left). @default undefined: no limit
+   */
+  defaultTimeoutMs?: number;
+  /**
+   * Per-queue defaults over `defaultTimeoutMs` (e.g. `{ chat: 60_000, reports: 900_000 }`); a task's own
+   * `timeoutMs` wins over both. @default {}
+   */
+  queueTimeouts?: Record<string, number>;
   /** @default silentLogger */
   logger?: Logger;
   /** Where task counts, durations, queue gauges and event figures go. @default defaultMetrics() */
@@ -172,6 +183,8 @@ export interface ResolvedWorkerOptions {
   connectTimeoutMs: number;
   retention: Retention;
   queueRetention: Record<string, Retention>;
+  defaultTimeoutMs: number | undefined;
+  queueTimeouts: Record<string, number>;
   logger: Logger;
   metrics: FlotillaMetrics;
   gaugeIntervalMs: number;
@@ -213,6 +226,8 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     connectTimeoutMs: o.connectTimeoutMs ?? DEFAULTS.workerConnectTimeoutMs,
     retention,
     queueRetention: Object.fromEntries(Object.entries(o.queueRetention ?? {}).map(([queue, r]) => [queue, resolveRetention(r, retention)])),
+    defaultTimeoutMs: o.defaultTimeoutMs,
+    queueTimeouts: o.queueTimeouts ?? {},
     logger: o.logger ?? silentLogger,
     metrics: o.metrics ?? defaultMetrics(),
     gaugeIntervalMs: o.gaugeIntervalMs ?? DEFAULTS.gaugeIntervalMs,

@@ -125,6 +125,7 @@ export class WorkerSession {
       backoff: options.backoff,
       maxJsonDepth: options.maxJsonDepth,
       maxPayloadBytes: options.maxPayloadBytes,
+      defaultTimeoutOf: (queue) => options.queueTimeouts[queue] ?? options.defaultTimeoutMs,
       onDeadline: () => this.onDeadline,
       started: (taskId, attempt) => listener.started(taskId, attempt),
     });

@@ -33,6 +33,21 @@ describe("retries", () => {
     ]);
   });
 
+  it("times out a task that sets no timeout after the queue's default, else the worker's; a task's own timeout wins", async () => {
+    // An executor that hangs until aborted, as a model call that never answers while its lease renews.
+    const hangs = flaky((_, ctx) => new Promise<JsonValue>((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason))));
+    await env.worker({ queues: ["slow-q", "chat-q"], defaultTimeoutMs: 400, queueTimeouts: { "chat-q": 150 }, executor: hangs });
+    const client = env.client();
+    const outcome = async (queue: string, timeoutMs?: number) => {
+      const handle = await client.submit(agent, "x", { queue, ...(timeoutMs !== undefined && { timeoutMs }) });
+      const err = await handle.result({ timeoutMs: 10_000 }).catch((e: unknown) => e);
+      return (err as TaskFailedError).taskError;
+    };
+    expect(await outcome("slow-q")).toMatchObject({ code: "TIMEOUT", message: "timed out after 400 ms" });
+    expect(await outcome("chat-q")).toMatchObject({ code: "TIMEOUT", message: "timed out after 150 ms" });
+    expect(await outcome("chat-q", 250)).toMatchObject({ code: "TIMEOUT", message: "timed out after 250 ms" });
+  });
+
   it("retries a failing task with exponential backoff; result() waits for the final attempt", async () => {
     await env.worker({
       queues: ["retry"],
