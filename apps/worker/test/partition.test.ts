@@ -238,7 +238,8 @@ describe.skipIf(refused !== undefined)("a worker cut off from Redis by a real ne
     await after.result({ timeoutMs: 60_000 });
     expect(await after.status()).toMatchObject({ status: "COMPLETED", attempt: 1, workerId: "cut-off" });
     await stop(a.child);
-  });
+    // An 8 s partition, the heal and a run after it take about 20 s: room for a loaded machine.
+  }, 60_000);
 
   it("stops a model's token stream on the cut-off worker: no token of the old attempt after the new attempt's first event", async () => {
     const queue = "tokens";

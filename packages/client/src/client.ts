@@ -316,6 +316,7 @@ export class FlotillaClient {
       delayMs: s.runAt === undefined ? undefined : s.runAt - s.createdAt,
       priority: o.priority,
       trace: traceOf(),
+      ...(o.concurrencyKey !== undefined && { concurrency: { key: o.concurrencyKey, limit: o.concurrencyLimit ?? 1 } }),
     };
   }
 

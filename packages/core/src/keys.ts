@@ -78,6 +78,12 @@ export interface Keys {
    * graph engine once the node's successors exist; a live worker's sweeper finishes what a crash left.
    */
   handoff(queue: string): string;
+  /**
+   * Set: the names of a queue's running tasks of one concurrency key; `<this>:waiting` (list) holds
+   * the key's parked tasks in order. The store's scripts build the same names from the queue's
+   * normal lane key (`:concurrency:<key>`).
+   */
+  concurrency(queue: string, key: string): string;
   /** String: which entries one claim call took, so a resend after a lost reply starts those again (broker). */
   claimMarker(queue: string, callId: string): string;
   /** Hash: each consumer's lease (ms) on the queue, so a reclaimer waits out the holder's lease, not its own (broker). */
@@ -139,6 +145,14 @@ export interface Keys {
   topicMetrics(topic: string): string;
   /** Set: every topic published to or subscribed, for listing. */
   topics(): string;
+  /**
+   * Hash: a schedule (@flotilla/schedules): its definition, the task it fires, its next tick and
+   * its counters. Every schedule key is in the `{schedules}` slot, so a script sees a schedule and
+   * the due set together.
+   */
+  schedule(id: string): string;
+  /** Sorted set: schedule ids by their next tick (ms); a paused schedule is not in it. */
+  schedulesDue(): string;
 }
 
 export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
@@ -176,6 +190,10 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
     kept: (q, kind) => `${tagged("queue", q)}:kept:${kind}`,
     submitMarker: (q, id) => `${tagged("queue", q)}:batch:${id}`,
     handoff: (q) => `${tagged("queue", q)}:handoff`,
+    concurrency: (q, key) => {
+      if (!SAFE_ID.test(key) || key.length > 128) throw invalid("concurrency key", key);
+      return `${tagged("queue", q)}:concurrency:${key}`;
+    },
     claimMarker: (q, id) => `${tagged("queue", q)}:claim:${id}`,
     leases: (q) => `${tagged("queue", q)}:leases`,
     stats: (q, at) => `${tagged("queue", q)}:stats:${Math.floor(at / STATS_BUCKET_MS)}`,
@@ -200,6 +218,11 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
     topicLeases: (t, g) => `${tagged("topic", t)}:leases:${group(g)}`,
     topicMetrics: (t) => `${tagged("topic", t)}:metrics`,
     topics: () => `${prefix}:{fleet}:topics`,
+    schedule: (id) => {
+      if (!SAFE_ID.test(id)) throw invalid("schedule", id);
+      return `${prefix}:{schedules}:schedule:${id}`;
+    },
+    schedulesDue: () => `${prefix}:{schedules}:due`,
     graphTemplate: (name) => {
       if (!SAFE_ID.test(name)) throw invalid("template", name);
       return `${prefix}:{graph}:template:${name}`;

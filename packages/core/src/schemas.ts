@@ -193,9 +193,20 @@ export const SubmitOptionsSchema = z
     idempotencyKey: IdempotencyKeySchema.optional(),
     /** How long an idempotency key holds. @default 86_400_000 (24 h) */
     idempotencyWindowMs: IdempotencyWindowSchema,
+    /**
+     * At most `concurrencyLimit` of the queue's tasks with this key (e.g. a tenant id) run at once,
+     * across the whole fleet; the others wait parked, holding no worker slot. @default none
+     */
+    concurrencyKey: z.string().min(1).max(128).regex(SAFE_ID, "use letters, digits and _ . : - only").optional(),
+    /** How many tasks of `concurrencyKey` may run at once (the limit a task carries when it starts). @default 1 */
+    concurrencyLimit: z.number().int().min(1).max(100_000).optional(),
   })
   .strict()
-  .refine((o) => o.delayMs === undefined || o.runAt === undefined, { message: "give delayMs or runAt, not both", path: ["runAt"] });
+  .refine((o) => o.delayMs === undefined || o.runAt === undefined, { message: "give delayMs or runAt, not both", path: ["runAt"] })
+  .refine((o) => o.concurrencyLimit === undefined || o.concurrencyKey !== undefined, {
+    message: "concurrencyLimit needs a concurrencyKey",
+    path: ["concurrencyLimit"],
+  });
 export type SubmitOptions = z.input<typeof SubmitOptionsSchema>;
 export type ResolvedSubmitOptions = z.output<typeof SubmitOptionsSchema>;
 

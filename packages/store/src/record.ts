@@ -33,6 +33,8 @@ export const RECORD_FIELDS = {
   submitId: "set for a caller-chosen id, so a resent create is not taken for a duplicate",
   trace: "W3C trace context of the submit (JSON carrier), continued by the worker",
   handoff: '"1" on a graph node task: the script that ends it notes it in its queue\'s hand-off set (see includes/noteHandoff.lua)',
+  concurrencyKey: "its concurrency key: at most concurrencyLimit of the queue's tasks with it run at once",
+  concurrencyLimit: "how many tasks of its concurrency key may run at once",
   // Where it is (written by the start, settle, cancel and requeue scripts).
   status: "PENDING | RUNNING | RETRYING | COMPLETED | FAILED | CANCELLED",
   attempt: "the current attempt's number: every start adds one, and fences the attempts before it",
@@ -50,6 +52,8 @@ export const RECORD_FIELDS = {
   usage: "JSON token totals of the attempt that ended it",
   cancelRequestedAt: "when a cancel was requested (ms): a worker that claims it later never runs it",
   cancelReason: "the cancel's reason",
+  parked: "the lane it goes back to, while it waits for a slot of its concurrency key (no entry in any lane meanwhile)",
+  parkedAt: "when it was first parked (ms): parked again, it keeps its place at the front of its key's waiting tasks",
   // Its events (written by the status-event and event-log includes).
   seq: "the number of its last event: every event gets the next, so a task's events have no gap",
   log: "its status events, comma-joined JSON (it has an event stream only for its other events)",

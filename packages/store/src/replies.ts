@@ -42,7 +42,7 @@ interface EntryRef {
 export type StartReply = EntryRef &
   (
     | ({ kind: "run"; taskId: string } & RunnableTask)
-    | { kind: "skip"; taskId: string; reason: "terminal" | "running" | "cancelled"; status: TaskStatus | undefined }
+    | { kind: "skip"; taskId: string; reason: "terminal" | "running" | "cancelled" | "parked"; status: TaskStatus | undefined }
     | { kind: "missing"; taskId: string }
     /** The record cannot be trusted (written by a buggy or hostile producer): nothing was written; `reason` says which field. */
     | { kind: "corrupt"; taskId: string; reason: string }

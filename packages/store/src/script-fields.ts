@@ -20,6 +20,8 @@ export const CREATE_TASK_FIELDS = [
   "submitId",
   "trace",
   "handoff",
+  "concurrencyKey",
+  "concurrencyLimit",
 ] as const;
 
 /** start-4.lua, per entry (ARGV[8..]). */

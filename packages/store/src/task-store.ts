@@ -56,6 +56,11 @@ export interface NewTask {
    * queue's hand-off set (`keys.handoff`), read with `readHandoffs` (see @flotilla/graph).
    */
   handoff?: boolean | undefined;
+  /**
+   * At most `limit` of the queue's tasks with this `key` (e.g. a tenant id) run at once, across the
+   * whole fleet; the others wait parked, holding no worker slot (see includes/takeConcurrencySlot.lua).
+   */
+  concurrency?: { key: string; limit: number } | undefined;
 }
 
 /** Trim a queue's index once in this many creates. */
@@ -121,6 +126,8 @@ export class TaskStore {
           submitId: t.submitId ?? "",
           trace: t.trace ?? "",
           handoff: t.handoff ? 1 : "",
+          concurrencyKey: t.concurrency?.key ?? "",
+          concurrencyLimit: t.concurrency?.limit ?? "",
         },
         args,
       );

@@ -23,7 +23,7 @@ export function newTask(taskId: string, over: Partial<NewTask> = {}): NewTask {
 
 export type StartOutcome =
   | ({ kind: "run" } & RunnableTask)
-  | { kind: "skip"; reason: "missing" | "terminal" | "running" | "cancelled"; status: TaskStatus | undefined }
+  | { kind: "skip"; reason: "missing" | "terminal" | "running" | "cancelled" | "parked"; status: TaskStatus | undefined }
   | { kind: "dead"; attempts: number; lastError: TaskError | undefined }
   | { kind: "corrupt"; reason: string };
 

@@ -6,7 +6,8 @@
 -- Cheap on purpose (it runs for every task): pattern checks only, no JSON decoding.
 local RECORD_INTEGERS = {
   attempt = true, createdAt = true, seq = true, maxDeliveries = true, deliveriesBase = true, retries = true,
-  maxRetries = true, timeoutMs = true, startedAt = true, cancelRequestedAt = true,
+  maxRetries = true, timeoutMs = true, startedAt = true, cancelRequestedAt = true, concurrencyLimit = true, parked = true,
+  parkedAt = true,
 }
 -- Differences of two processes' clocks: negative when the submitter's clock ran ahead.
 local RECORD_SIGNED = { waitMs = true }
@@ -25,6 +26,11 @@ local function recordFault(names, values)
     elseif RECORD_SIGNED[name] then
       if value and (#value > 16 or not string.find(value, '^%-?%d+$')) then
         return name .. ' is not a number'
+      end
+    elseif name == 'concurrencyKey' then
+      -- Part of a key name the scripts build: only what keys.concurrency accepts may pass.
+      if value and (#value > 128 or not string.find(value, '^[%w_%.:%-]+$')) then
+        return 'concurrencyKey is not a key name'
       end
     elseif name == 'status' then
       if value and not RECORD_STATUSES[value] then

@@ -10,6 +10,7 @@
 --- @include "endStream"
 --- @include "keepLatest"
 --- @include "noteHandoff"
+--- @include "releaseConcurrencySlot"
 -- Records one attempt's outcome (COMPLETED, FAILED, CANCELLED or RETRYING) on its task record and
 -- settles its entry. Fenced: only the holder of the current attempt of a RUNNING task may write,
 -- so a late or stale writer can never overwrite a terminal status nor resurrect a finished task.
@@ -20,7 +21,7 @@
 -- Adds to batch.settled { 'ok', status, deadLettered (0|1) }, { 'rejected', reason, currentStatus }
 -- or { 'rejected', 'corrupt', why } (the record cannot be trusted: see recordFault).
 local OUTCOME_FIELDS = { 'status', 'attempt', 'startedAt', 'cancelRequestedAt', 'cancelReason', 'taskId', 'agent', 'seq',
-  'log', 'retries', 'handoff' }
+  'log', 'retries', 'handoff', 'concurrencyKey' }
 local function recordOutcome(batch, lane, entryId, name, attempt, target, result, errText, retryAt, release, reason, usage)
   local key = batch.taskBase .. name
   local settled = batch.settled
@@ -34,7 +35,7 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
     settled[#settled + 1] = { 'rejected', 'corrupt', fault }
     return
   end
-  local current, recorded, startedAt, cancelRequestedAt, cancelReason, taskId, agent, seq, log, retries, handoff =
+  local current, recorded, startedAt, cancelRequestedAt, cancelReason, taskId, agent, seq, log, retries, handoff, concurrency =
     unpack(values, 1, #OUTCOME_FIELDS)
   if not current then
     if owned() then
@@ -67,6 +68,9 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
   if target == 'RETRYING' and cancelRequestedAt then
     redis.call('HSET', key, 'durationMs', durationMs)
     cancelWaiting(batch, key, taskId, attempt, agent, cancelReason or 'cancelled', seq, log, handoff)
+    if concurrency then
+      releaseConcurrencySlot(batch, concurrency, name)
+    end
     queueAck(batch, lane, entryId)
     settled[#settled + 1] = { 'ok', 'CANCELLED', 0 }
     return
@@ -111,6 +115,10 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
       keepLatest(batch, keep, name)
     end
     noteHandoff(batch.now, key, taskId, handoff)
+  end
+  if concurrency then
+    -- It no longer runs (ended, or waits for its retry): its key's slot goes to the next waiting task.
+    releaseConcurrencySlot(batch, concurrency, name)
   end
   local dead = settleEntry(batch, lane, entryId, name, taskId, target, attempt, errText, retryAt, reason)
   countStat(batch, string.lower(target))

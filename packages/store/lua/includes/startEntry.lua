@@ -8,6 +8,8 @@
 --- @include "countWait"
 --- @include "recordFault"
 --- @include "noteHandoff"
+--- @include "takeConcurrencySlot"
+--- @include "releaseConcurrencySlot"
 -- Starts the task of a claimed entry. Every start is a delivery and gets a new attempt number,
 -- which fences out whoever ran the task before. Entries that must not run are settled here: a
 -- finished task's entry, a second entry of a task running under a live lease and a task whose
@@ -15,16 +17,19 @@
 -- delivery limit go back to the worker, which dead-letters the entry with the reason.
 -- Replay-safe: a resent start of the same entry by the same worker gets its attempt back.
 -- `reclaimed`: the entry came back after its lease lapsed, so a RUNNING task is taken over.
+-- A task of a concurrency key whose slots are all taken is parked instead of started: its entry is
+-- acknowledged and its name waits in the key's list (`<set>:waiting`) until a slot frees (see
+-- releaseConcurrencySlot); a task parked before goes to the front, so it keeps its place.
 -- Adds one reply to batch.replies:
 --   { 'run', lane, entryId, name, attempt, payload, timeoutMs, detailed, metadata, agent, retries,
 --     maxRetries, backoff, waitedMs, trace }
---   { 'skip', lane, entryId, name, reason ('terminal' | 'running' | 'cancelled'), status }
+--   { 'skip', lane, entryId, name, reason ('terminal' | 'running' | 'cancelled' | 'parked'), status }
 --   { 'dead', lane, entryId, name, attempts, lastError }
 --   { 'missing', lane, entryId, name }
 --   { 'corrupt', lane, entryId, name, reason }: the record cannot be trusted (see recordFault)
 local START_FIELDS = { 'status', 'attempt', 'cancelRequestedAt', 'createdAt', 'agent', 'payload', 'cancelReason',
   'timeoutMs', 'detailed', 'waitMs', 'metadata', 'maxDeliveries', 'workerId', 'error', 'retries', 'maxRetries', 'backoff',
-  'entryId', 'seq', 'log', 'deliveriesBase', 'taskId', 'trace', 'handoff' }
+  'entryId', 'seq', 'log', 'deliveriesBase', 'taskId', 'trace', 'handoff', 'concurrencyKey', 'concurrencyLimit', 'parked', 'parkedAt' }
 local function startEntry(batch, lane, entryId, name, reclaimed)
   local key = batch.taskBase .. name
   local values = redis.pcall('HMGET', key, unpack(START_FIELDS))
@@ -37,7 +42,7 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
   end
   local status, attempts, cancelRequestedAt, createdAt, agent, payload, cancelReason, timeoutMs, detailed, waitMs,
     metadata, maxDeliveries, workerId, lastError, retries, maxRetries, backoff, heldEntryId, seq, log,
-    deliveriesBase, taskId, trace, handoff = unpack(values, 1, #START_FIELDS)
+    deliveriesBase, taskId, trace, handoff, concurrency, concurrencyLimit, parked, parkedAt = unpack(values, 1, #START_FIELDS)
   local replies = batch.replies
   local now = batch.now
   if not status then
@@ -68,6 +73,9 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
   if cancelRequestedAt then
     -- Cancel was stored while it waited (or its worker died): end it here, never run it.
     cancelWaiting(batch, key, taskId, started, agent, cancelReason or 'cancelled', seq, log, handoff)
+    if concurrency then
+      releaseConcurrencySlot(batch, concurrency, name)
+    end
     queueAck(batch, lane, entryId)
     replies[#replies + 1] = { 'skip', lane, entryId, name, 'cancelled', 'CANCELLED' }
     return
@@ -81,7 +89,24 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
     redis.call('PEXPIRE', key, batch.recordTtlMs)
     countStat(batch, 'failed')
     noteHandoff(now, key, taskId, handoff)
+    if concurrency then
+      releaseConcurrencySlot(batch, concurrency, name)
+    end
     replies[#replies + 1] = { 'dead', lane, entryId, name, started, lastError or '' }
+    return
+  end
+  if concurrency and status ~= 'RUNNING' and not takeConcurrencySlot(batch, concurrency, name, tonumber(concurrencyLimit) or 1) then
+    if not parked then
+      local waiting = batch.lanes[2] .. ':concurrency:' .. concurrency .. ':waiting'
+      if parkedAt then
+        redis.call('LPUSH', waiting, name)
+      else
+        redis.call('RPUSH', waiting, name)
+      end
+      redis.call('HSET', key, 'parked', lane, 'parkedAt', now)
+    end
+    queueAck(batch, lane, entryId)
+    replies[#replies + 1] = { 'skip', lane, entryId, name, 'parked', status }
     return
   end
   local attempt = started + 1
