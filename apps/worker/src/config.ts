@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import type { Agent, AgentConfig, OpenAICompatibleEndpoint, ProviderFactory, Swarm, Tool } from "@flotilla/agent";
 import { DEFAULTS, KeyPrefixSchema, parseInput, QueueNameSchema, type RunnableSpec, ValidationError } from "@flotilla/core";
 import type { MemoryStore } from "@flotilla/memory";
+import type { RateLimitOptions } from "@flotilla/ratelimit";
 import type { NodeExecutor, SubscriptionRunner } from "@flotilla/worker";
 import { z } from "zod";
 import { checkRedisConfig, RedisConfigShape } from "./redis-config.ts";
@@ -30,7 +31,8 @@ Options (each also read from the environment variable shown):
   --module PATH          FLOTILLA_MODULE        a module exporting tools, agents, providerFactory,
                                                 openAICompatible, memory (stores by name) and/or
                                                 graph (graphWorker({ nodes, agents }): node types),
-                                                bus (busWorker({ subscriptions }): bus subscriptions)
+                                                bus (busWorker({ subscriptions }): bus subscriptions),
+                                                rateLimits ([{ name, requestsPerMinute, tokensPerMinute }])
   --drain-timeout MS     FLOTILLA_DRAIN_TIMEOUT_MS  default ${DEFAULTS.drainTimeoutMs}
   --default-timeout MS   FLOTILLA_DEFAULT_TIMEOUT_MS  a task's timeout when it sets none (default: no limit)
   --queue-timeouts q=MS,… FLOTILLA_QUEUE_TIMEOUTS  per-queue defaults over --default-timeout
@@ -166,6 +168,8 @@ export interface WorkerModule {
   graph: NodeExecutor | undefined;
   /** Bus subscriptions to serve (`export const bus = busWorker({ subscriptions })` of @flotilla/bus). */
   bus: SubscriptionRunner | undefined;
+  /** Fleet-wide rate limits agents and tools draw from (`export const rateLimits = [{ name, requestsPerMinute, tokensPerMinute }]`). */
+  rateLimits: RateLimitOptions[] | undefined;
 }
 
 interface ModuleExports {
@@ -176,6 +180,7 @@ interface ModuleExports {
   memory?: Record<string, MemoryStore>;
   graph?: NodeExecutor;
   bus?: SubscriptionRunner;
+  rateLimits?: RateLimitOptions[];
 }
 
 type Named<T> = T[] | Record<string, T> | undefined;
@@ -189,7 +194,8 @@ function byName<T extends { name: string }>(items: Named<T>): Record<string, T> 
 /**
  * Loads the user's module: `export const tools` (an array or a record by name), `agents`,
  * `providerFactory`, `openAICompatible`, `memory`, `graph` (graph node types: `graphWorker(…)` of
- * @flotilla/graph), `bus` (subscriptions: `busWorker(…)` of @flotilla/bus) — or the same as its default export.
+ * @flotilla/graph), `bus` (subscriptions: `busWorker(…)` of @flotilla/bus), `rateLimits` (fleet-wide
+ * rate limits) — or the same as its default export.
  */
 export async function loadWorkerModule(path: string | undefined, cwd = process.cwd()): Promise<WorkerModule> {
   const empty: WorkerModule = {
@@ -200,11 +206,12 @@ export async function loadWorkerModule(path: string | undefined, cwd = process.c
     memory: undefined,
     graph: undefined,
     bus: undefined,
+    rateLimits: undefined,
   };
   if (!path) return empty;
   const url = pathToFileURL(isAbsolute(path) ? path : resolve(cwd, path)).href;
   const mod = (await import(url)) as ModuleExports & { default?: ModuleExports };
-  const named = ["tools", "agents", "providerFactory", "openAICompatible", "memory", "graph", "bus"] as const;
+  const named = ["tools", "agents", "providerFactory", "openAICompatible", "memory", "graph", "bus", "rateLimits"] as const;
   const source = mod.default && !named.some((k) => mod[k] !== undefined) ? mod.default : mod;
   return {
     tools: byName(source.tools),
@@ -214,5 +221,6 @@ export async function loadWorkerModule(path: string | undefined, cwd = process.c
     memory: source.memory,
     graph: source.graph,
     bus: source.bus,
+    rateLimits: source.rateLimits,
   };
 }

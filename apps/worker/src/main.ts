@@ -67,6 +67,7 @@ async function main(): Promise<number> {
     ...(mod.agents && { agents: mod.agents }),
     ...(mod.graph && { graph: mod.graph }),
     ...(mod.bus && { bus: mod.bus }),
+    ...(mod.rateLimits && { rateLimits: mod.rateLimits }),
     ...(temporal && { executor: temporal.executor }),
     ...(endpoints && { metrics: endpoints.metrics }),
     workerId,

@@ -16,6 +16,12 @@ export interface AgentConfig<O = JsonValue | undefined> {
   options?: Record<string, JsonValue>;
   /** The final answer must be JSON of this shape: a zod schema, or JSON Schema. It travels as JSON Schema. */
   outputSchema?: z.ZodType<O> | Record<string, JsonValue>;
+  /**
+   * The fleet-wide rate limit its model turns draw from (`{ name, requestsPerMinute, tokensPerMinute }`
+   * configured on the workers under this name): each turn takes a request and its estimated tokens
+   * before it calls the provider, and settles the estimate with the usage after.
+   */
+  rateLimit?: string;
 }
 
 /**
@@ -31,6 +37,7 @@ export class Agent<O = JsonValue | undefined> implements OutputCarrier<O> {
   readonly tools: readonly string[];
   readonly options: Readonly<Record<string, JsonValue>>;
   readonly outputSchema: Readonly<Record<string, JsonValue>> | undefined;
+  readonly rateLimit: string | undefined;
 
   constructor(config: AgentConfig<O>) {
     const { outputSchema, ...rest } = config;
@@ -42,6 +49,7 @@ export class Agent<O = JsonValue | undefined> implements OutputCarrier<O> {
     this.tools = spec.tools;
     this.options = spec.options;
     this.outputSchema = spec.outputSchema;
+    this.rateLimit = spec.rateLimit;
   }
 
   /** The provider part of `model`. */
@@ -63,6 +71,7 @@ export class Agent<O = JsonValue | undefined> implements OutputCarrier<O> {
       tools: [...this.tools],
       options: { ...this.options },
       ...(this.outputSchema && { outputSchema: { ...this.outputSchema } }),
+      ...(this.rateLimit !== undefined && { rateLimit: this.rateLimit }),
     };
   }
 

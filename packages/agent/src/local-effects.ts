@@ -1,7 +1,7 @@
 // The tool loop's effects in process: direct model and tool calls, each in its OpenTelemetry span
 // (a child of whatever span is active: the worker's flotilla.execute), events yielded as they
 // happen, and every message handed to `onMessage` as it joins the conversation.
-import type { Message } from "@flotilla/core";
+import { ErrorCodes, FlotillaError, type Message, type RateLimiter } from "@flotilla/core";
 import { context, type Exception, type Span, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { LoopEffects } from "./loop.ts";
 import type { LanguageModel, ModelResolver } from "./model.ts";
@@ -17,6 +17,8 @@ export interface LocalEffectsOptions {
   taskId: string;
   attempt: number;
   onMessage?: ((message: Message) => void | Promise<void>) | undefined;
+  /** Fleet-wide rate limits that agents (`rateLimit`) and tools draw from. */
+  rateLimiter?: RateLimiter | undefined;
 }
 
 const tracer = () => trace.getTracer("@flotilla/agent");
@@ -31,6 +33,25 @@ function endSpan(span: Span, exception?: Exception & { message: string }): void 
     span.setStatus({ code: SpanStatusCode.ERROR, message: exception.message });
   }
   span.end();
+}
+
+/** The limiter that grants `limit`, or an UNKNOWN_RATE_LIMIT error naming who draws on it when this worker has none. */
+function limiterFor(limiter: RateLimiter | undefined, limit: string, who: string): RateLimiter {
+  if (limiter) return limiter;
+  throw new FlotillaError(ErrorCodes.UNKNOWN_RATE_LIMIT, `${who} draws from rate limit "${limit}", and this worker configures no rate limits`, {
+    retryable: false,
+  });
+}
+
+/**
+ * A turn's tokens before it runs, for a tokens-per-minute limit: its prompt at about 4 characters a
+ * token, and the most it may answer (`maxOutputTokens`) when the agent caps it. Settled with the
+ * usage the provider reports once the turn ends.
+ */
+function estimateTokens(instructions: string, messages: readonly Message[], maxOutputTokens: unknown): number {
+  let chars = instructions.length;
+  for (const m of messages) chars += JSON.stringify(m).length;
+  return Math.ceil(chars / 4) + (typeof maxOutputTokens === "number" ? maxOutputTokens : 0);
 }
 
 export function localEffects(options: LocalEffectsOptions): LoopEffects {
@@ -50,8 +71,26 @@ export function localEffects(options: LocalEffectsOptions): LoopEffects {
             attributes: { "flotilla.agent": agent.name, "gen_ai.request.model": agent.model, "flotilla.step": step },
           });
           let turn: TurnResult;
+          const limit = agent.rateLimit;
+          const limiter = limit === undefined ? undefined : limiterFor(options.rateLimiter, limit, `agent ${agent.name}`);
+          let estimate = 0;
           try {
-            turn = yield* modelTurn({ model, agent, messages, tools: definitions, signal });
+            turn = yield* modelTurn({
+              model,
+              agent,
+              messages,
+              tools: definitions,
+              signal,
+              ...(limiter &&
+                limit !== undefined && {
+                  beforeRequest: () => {
+                    estimate = estimateTokens(agent.instructions, messages, agent.options.maxOutputTokens);
+                    return limiter.acquire(limit, { requests: 1, tokens: estimate }, signal);
+                  },
+                  onRetryAfter: (ms: number) => limiter.pause(limit, ms),
+                }),
+            });
+            if (limiter && limit !== undefined) await limiter.account(limit, turn.usage.totalTokens - estimate);
             span.setAttributes({ "gen_ai.usage.input_tokens": turn.usage.inputTokens, "gen_ai.usage.output_tokens": turn.usage.outputTokens });
             endSpan(span);
           } catch (err) {
@@ -63,6 +102,8 @@ export function localEffects(options: LocalEffectsOptions): LoopEffects {
         },
         async toolCall(call, _turn, emit) {
           const tool = tools.find((t) => t.name === call.name);
+          if (tool?.rateLimit !== undefined)
+            await limiterFor(options.rateLimiter, tool.rateLimit, `tool ${tool.name}`).acquire(tool.rateLimit, { requests: 1 }, signal);
           const span = tracer().startSpan("flotilla.tool", { attributes: { "flotilla.tool": call.name, "flotilla.tool_call_id": call.toolCallId } });
           try {
             const out = await context.with(trace.setSpan(context.active(), span), () =>

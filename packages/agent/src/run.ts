@@ -1,4 +1,4 @@
-import type { JsonValue, Message, RunnableSpec } from "@flotilla/core";
+import type { JsonValue, Message, RateLimiter, RunnableSpec } from "@flotilla/core";
 import type { AgentEvent, Usage } from "@flotilla/events";
 import { localEffects } from "./local-effects.ts";
 import { type LoopResult, runLoop } from "./loop.ts";
@@ -25,6 +25,8 @@ export interface RunOptions {
   history?: readonly Message[];
   /** Awaited with each message as it joins the conversation: the input, then every assistant message and tool result. */
   onMessage?: (message: Message) => void | Promise<void>;
+  /** Fleet-wide rate limits that agents (`rateLimit`) and tools draw from. @default none: an agent or tool that names one fails UNKNOWN_RATE_LIMIT */
+  rateLimiter?: RateLimiter;
 }
 
 export interface RunResult {
@@ -65,6 +67,7 @@ async function* stream(
     taskId: options.taskId ?? "",
     attempt: options.attempt ?? 1,
     onMessage: options.onMessage,
+    rateLimiter: options.rateLimiter,
   });
   const user = inputMessage(input);
   await options.onMessage?.(user);

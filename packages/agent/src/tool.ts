@@ -37,6 +37,8 @@ export interface Tool<S extends z.ZodType = z.ZodType, R extends JsonValue = Jso
   description: string;
   inputSchema: S;
   execute(args: z.output<S>, context: ToolContext): Promise<R> | R;
+  /** The fleet-wide rate limit each call draws one request from before it runs (configured on the workers by this name). */
+  rateLimit?: string;
 }
 
 /** Checks a tool's name (what models and agents call it by); throws a ValidationError naming `name`. */

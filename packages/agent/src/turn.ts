@@ -31,6 +31,10 @@ export interface TurnRequest {
   maxRetries?: number;
   /** Longest wait taken from a provider's Retry-After before a retry. @default MAX_RETRY_AFTER_MS (60 s) */
   maxRetryAfterMs?: number;
+  /** Awaited before each request to the provider, retries included (a rate limit's acquire). */
+  beforeRequest?: (() => Promise<void>) | undefined;
+  /** Told the wait a provider's Retry-After asked for, before the retry waits it out (a rate limit's pause). */
+  onRetryAfter?: ((ms: number) => Promise<void>) | undefined;
 }
 
 /** Pause before retrying a turn's API error number 0, 1, …, when the provider names none: 500 ms, doubling (the retries are few). */
@@ -59,6 +63,7 @@ export async function* modelTurn(request: TurnRequest): AsyncGenerator<AgentEven
   for (let attempt = 0; ; attempt++) {
     let produced = false;
     try {
+      await request.beforeRequest?.();
       const { stream } = await model.doStream({
         prompt: toPrompt(agent.instructions, request.messages),
         ...(request.tools.length > 0 && { tools: [...request.tools], toolChoice: { type: "auto" } }),
@@ -106,6 +111,8 @@ export async function* modelTurn(request: TurnRequest): AsyncGenerator<AgentEven
       if (produced || attempt >= maxRetries || !APICallError.isInstance(err) || !err.isRetryable) throw error;
       const asked = retryAfterMs(err.responseHeaders);
       const delay = asked === undefined ? exponentialDelay(TURN_RETRY_BACKOFF, attempt) : Math.min(asked, request.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS);
+      // The whole fleet backs off, not only this turn: the limit it draws from grants nothing meanwhile.
+      if (asked !== undefined) await request.onRetryAfter?.(delay);
       await sleep(delay, signal);
     }
   }

@@ -12,6 +12,8 @@ export const ErrorCodes = {
   CORRUPT_RECORD: "CORRUPT_RECORD",
   INVALID_PAYLOAD: "INVALID_PAYLOAD",
   UNKNOWN_TOOL: "UNKNOWN_TOOL",
+  /** An agent or tool draws from a rate limit the worker does not configure. */
+  UNKNOWN_RATE_LIMIT: "UNKNOWN_RATE_LIMIT",
   UNKNOWN_PROVIDER: "UNKNOWN_PROVIDER",
   UNKNOWN_AGENT: "UNKNOWN_AGENT",
   AGENT_ERROR: "AGENT_ERROR",
@@ -268,6 +270,7 @@ export class UnrecoverableError extends FlotillaError {
 export const NON_RETRYABLE_CODES: readonly string[] = [
   ErrorCodes.VALIDATION,
   ErrorCodes.UNKNOWN_TOOL,
+  ErrorCodes.UNKNOWN_RATE_LIMIT,
   ErrorCodes.UNKNOWN_PROVIDER,
   ErrorCodes.UNKNOWN_AGENT,
   ErrorCodes.INVALID_PAYLOAD,

@@ -32,6 +32,7 @@ export { newId, parseJsonOr, sleep } from "./ids.ts";
 export { checkJsonDepth } from "./json-depth.ts";
 export { CONSUMER_GROUP, createKeys, type Keys, STATS_BUCKET_MS, splitTaskId, type TaskRef, taskIdOf } from "./keys.ts";
 export { type LogFields, type Logger, silentLogger } from "./logger.ts";
+export type { RateLimiter } from "./rate-limiter.ts";
 export type { AgentResult, OutputCarrier, ResultOf } from "./result.ts";
 export {
   type AgentPayload,

@@ -153,6 +153,8 @@ export interface Keys {
   schedule(id: string): string;
   /** Sorted set: schedule ids by their next tick (ms); a paused schedule is not in it. */
   schedulesDue(): string;
+  /** Hash: a fleet-wide rate limit's token buckets (@flotilla/ratelimit): requests, tokens, when last refilled, paused until. */
+  rateLimit(name: string): string;
 }
 
 export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
@@ -223,6 +225,7 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
       return `${prefix}:{schedules}:schedule:${id}`;
     },
     schedulesDue: () => `${prefix}:{schedules}:due`,
+    rateLimit: (name) => tagged("ratelimit", name),
     graphTemplate: (name) => {
       if (!SAFE_ID.test(name)) throw invalid("template", name);
       return `${prefix}:{graph}:template:${name}`;

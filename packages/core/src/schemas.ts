@@ -72,6 +72,8 @@ export const AgentSpecSchema = z
     options: z.record(z.string(), JsonValueSchema).default({}),
     /** The final answer must be JSON matching this JSON Schema (the serialised form of a zod schema). */
     outputSchema: z.record(z.string(), JsonValueSchema).optional(),
+    /** The fleet-wide rate limit its model turns draw from (configured on the workers by this name). */
+    rateLimit: z.string().min(1).max(128).regex(SAFE_ID, "use letters, digits and _ . : - only").optional(),
   })
   .strict();
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;

@@ -26,7 +26,9 @@ async function queueWith(tasks: Array<[name: string, concurrency?: NewTask["conc
   return queue;
 }
 const names = (replies: StartReply[], kind: StartReply["kind"], reason?: string) =>
-  replies.filter((r) => r.kind === kind && (reason === undefined || (r.kind === "skip" && r.reason === reason))).map((r) => r.taskId.split("/")[1]);
+  replies
+    .filter((r) => r.kind === kind && (reason === undefined || (r.kind === "skip" && r.reason === reason)))
+    .map((r) => ("taskId" in r ? r.taskId.split("/")[1] : r.entryId));
 const running = (queue: string, key: string) => redis.smembers(keys.concurrency(queue, key)).then((m) => m.sort());
 const waiting = (queue: string, key: string) => redis.lrange(`${keys.concurrency(queue, key)}:waiting`, 0, -1);
 const runReply = (replies: StartReply[], name: string) => {
@@ -36,7 +38,15 @@ const runReply = (replies: StartReply[], name: string) => {
 };
 const done = (queue: string, r: Extract<StartReply, { kind: "run" }>, status: "COMPLETED" | "RETRYING" = "COMPLETED") =>
   store.settle(queue, "w", [
-    { taskId: r.taskId, priority: r.priority, entryId: r.entryId, attempt: r.attempt, status, ...(status === "RETRYING" && { retryAt: Date.now() + 60_000 }) },
+    {
+      taskId: r.taskId,
+      agent: "a",
+      priority: r.priority,
+      entryId: r.entryId,
+      attempt: r.attempt,
+      status,
+      ...(status === "RETRYING" && { retryAt: Date.now() + 60_000 }),
+    },
   ]);
 
 describe("concurrency keys", () => {

@@ -1,5 +1,5 @@
 import { type LanguageModel, ModelResolver, type ModelResolverOptions, type RunResult, run, type ToolRegistry } from "@flotilla/agent";
-import { ErrorCodes, FlotillaError, type JsonValue, type Message, parseInput } from "@flotilla/core";
+import { ErrorCodes, FlotillaError, type JsonValue, type Message, parseInput, type RateLimiter } from "@flotilla/core";
 import { loadHistory, MemoryRefSchema, type MemoryStores } from "@flotilla/memory";
 import type { ExecutionContext, Executor } from "./executor.ts";
 
@@ -18,6 +18,8 @@ export interface AgentExecutorOptions extends ModelResolverOptions {
   model?: LanguageModel | undefined;
   /** Memory stores by the name tasks give in `metadata.memory.store`. */
   memory?: MemoryStores | undefined;
+  /** Fleet-wide rate limits that agents and tools draw from. */
+  rateLimiter?: RateLimiter | undefined;
 }
 
 /**
@@ -46,6 +48,7 @@ export function agentExecutor(options: AgentExecutorOptions = {}): Executor {
         ...(options.model && { model: options.model }),
         ...(history && { history }),
         ...(onMessage && { onMessage }),
+        ...(options.rateLimiter && { rateLimiter: options.rateLimiter }),
         taskId: ctx.taskId,
         attempt: ctx.attempt,
       });

@@ -3,6 +3,7 @@ import { BackoffSchema, DEFAULTS, KeyPrefixSchema, type Logger, QueueNameSchema,
 import type { RedisConnection } from "@flotilla/core/redis";
 import type { MemoryStore } from "@flotilla/memory";
 import type { FlotillaMetrics } from "@flotilla/metrics";
+import { RateLimitOptionsSchema } from "@flotilla/ratelimit";
 import { z } from "zod";
 import type { Executor, NodeExecutor } from "./executor.ts";
 import type { SubscriptionRunner } from "./subscriptions.ts";
@@ -111,6 +112,7 @@ export const WorkerOptionsSchema = z
     openAICompatible: z.record(z.string(), shaped<OpenAICompatibleEndpoint>(z.looseObject({ baseURL: z.string().min(1) }))),
     model: z.custom<LanguageModel>(isObject, "must be an AI SDK LanguageModel"),
     memory: z.record(z.string(), shaped<MemoryStore>(functions("entries", "append", "clear"))),
+    rateLimits: z.array(RateLimitOptionsSchema).refine((l) => new Set(l.map((x) => x.name)).size === l.length, "rate limit names must be unique"),
     executor: shaped<Executor>(functions("execute")),
     graph: shaped<NodeExecutor>(functions("execute", "ended", "start", "stop")),
     bus: shaped<SubscriptionRunner>(functions("start", "stop")),

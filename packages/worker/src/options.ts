@@ -18,6 +18,7 @@ import {
 import type { RedisConnection } from "@flotilla/core/redis";
 import type { MemoryStore } from "@flotilla/memory";
 import { defaultMetrics, type FlotillaMetrics } from "@flotilla/metrics";
+import type { RateLimitOptions } from "@flotilla/ratelimit";
 import type { Executor, NodeExecutor } from "./executor.ts";
 import { WorkerOptionsSchema } from "./options-schema.ts";
 import type { SubscriptionRunner } from "./subscriptions.ts";
@@ -57,6 +58,12 @@ export interface WorkerOptions {
   model?: LanguageModel;
   /** Memory stores by name, for tasks whose metadata names one; `redis` (this worker's connection) is built in. @default { redis } */
   memory?: Record<string, MemoryStore>;
+  /**
+   * Fleet-wide rate limits agents (`rateLimit`) and tools draw from, shared through Redis with every
+   * worker that configures the same name (configure it the same on each):
+   * `[{ name: "openai", requestsPerMinute: 500, tokensPerMinute: 200_000 }]`. @default none
+   */
+  rateLimits?: RateLimitOptions[];
   /** Runs the agents. @default agentExecutor(): in this process */
   executor?: Executor;
   /**
@@ -172,6 +179,7 @@ export interface ResolvedWorkerOptions {
   openAICompatible: Record<string, OpenAICompatibleEndpoint> | undefined;
   model: LanguageModel | undefined;
   memory: Record<string, MemoryStore> | undefined;
+  rateLimits: RateLimitOptions[];
   heartbeatTtlMs: number;
   blockMs: number;
   leaseMs: number;
@@ -214,6 +222,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     openAICompatible: o.openAICompatible,
     model: o.model,
     memory: o.memory,
+    rateLimits: o.rateLimits ?? [],
     heartbeatTtlMs: o.heartbeatTtlMs ?? DEFAULTS.heartbeatTtlMs,
     blockMs: o.blockMs ?? DEFAULTS.blockMs,
     leaseMs,

@@ -5,6 +5,7 @@ import { closeRedis, describeRedis, type OwnedRedis, openRedis, SubscriberHub, w
 import { Heartbeat } from "@flotilla/health";
 import { MemoryStores } from "@flotilla/memory";
 import { METRICS } from "@flotilla/metrics";
+import { RedisRateLimiter } from "@flotilla/ratelimit";
 import { TaskStore } from "@flotilla/store";
 import { agentExecutor } from "./agent-executor.ts";
 import { AttemptRunner } from "./attempt.ts";
@@ -171,6 +172,7 @@ export class WorkerSession {
       openAICompatible: o.openAICompatible,
       model: o.model,
       memory: new MemoryStores(o.memory, () => redis, prefix),
+      ...(o.rateLimits.length > 0 && { rateLimiter: new RedisRateLimiter(redis, createKeys(prefix), o.rateLimits) }),
     });
   }
 

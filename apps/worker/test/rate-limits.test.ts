@@ -1,0 +1,80 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { Agent } from "@flotilla/agent";
+import { FlotillaClient } from "@flotilla/client";
+import { type OpenAIServer, purgePrefix, startOpenAIServer, testConnection, testPrefix, testRedis, testRedisEnv, waitFor } from "@flotilla/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+// A fleet-wide rate limit seen from the provider's side: three flotilla-worker processes draw on one
+// limit of 1,200 requests a minute; the local OpenAI-compatible server records when each request came.
+const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
+const module = fileURLToPath(new URL("./fixtures/rate-limited-module.ts", import.meta.url));
+const prefix = testPrefix("app-ratelimit");
+const redis = testRedis();
+const client = new FlotillaClient({ redis: testConnection(), prefix });
+const children: ChildProcess[] = [];
+let server: OpenAIServer;
+
+beforeAll(async () => {
+  server = await startOpenAIServer();
+});
+afterAll(async () => {
+  for (const c of children) c.kill("SIGKILL");
+  await client.close();
+  await server?.close();
+  await purgePrefix(redis, prefix);
+  await redis.quit();
+});
+
+const RATE_PER_MS = 1200 / 60_000;
+const BURST = 20;
+
+describe("flotilla-worker with a fleet-wide rate limit", () => {
+  it("3 processes × 10 under 200 queued model calls stay within 1,200/min; a 429's Retry-After holds the whole fleet", async () => {
+    let n = 0;
+    let throttledAt = 0;
+    server.fallback = () => {
+      n++;
+      if (n === 100) {
+        throttledAt = performance.now();
+        return { status: 429, message: "slow down", headers: { "retry-after": "1" } };
+      }
+      return { text: "ok" };
+    };
+    for (let i = 0; i < 3; i++) {
+      children.push(
+        spawn(process.execPath, ["--conditions=@flotilla/source", main], {
+          env: {
+            ...process.env,
+            ...testRedisEnv(),
+            FLOTILLA_PREFIX: prefix,
+            FLOTILLA_MODULE: module,
+            FLOTILLA_CONCURRENCY: "10",
+            FLOTILLA_WORKER_ID: `app-rl-${i}`,
+            FLOTILLA_PROVIDER_LOCAL_BASE_URL: server.baseURL,
+            FLOTILLA_LOG_LEVEL: "error",
+          },
+          stdio: "ignore",
+        }),
+      );
+    }
+    await waitFor(async () => (await client.fleet.status()).workers.filter((w) => w.workerId.startsWith("app-rl-")).length === 3, { timeoutMs: 20_000 });
+    const agent = new Agent({ name: "limited", model: "local:m", rateLimit: "llm" });
+    const handles = await client.submitMany(Array.from({ length: 200 }, (_, i) => ({ agent, input: `call ${i}` })));
+    await Promise.all(handles.map((h) => h.result({ timeoutMs: 60_000 })));
+
+    const at = server.requests.map((r) => r.at).sort((a, b) => a - b);
+    expect(at).toHaveLength(201); // 200 calls and the one retried after its 429
+    // In any stretch of time, no more requests than the limit allows: a burst and the rate. The limit
+    // is kept where the grants are made (Redis's clock); arrivals here add each request's own latency,
+    // so the stretch is given 100 ms for the spread of those latencies (two requests at this rate).
+    let worst = Number.NEGATIVE_INFINITY;
+    for (let i = 0; i < at.length; i++) {
+      for (let j = i; j < at.length; j++) worst = Math.max(worst, j - i + 1 - (BURST + RATE_PER_MS * (at[j]! - at[i]! + 100)));
+    }
+    expect(worst).toBeLessThanOrEqual(0);
+    // The 429 asked for 1 s: after the calls already on their way, nothing reached the provider.
+    expect(throttledAt).toBeGreaterThan(0);
+    expect(at.filter((t) => t > throttledAt + 300 && t < throttledAt + 900)).toEqual([]);
+  }, 90_000);
+});

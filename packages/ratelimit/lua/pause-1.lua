@@ -1,0 +1,26 @@
+#!lua
+--[[
+  A provider asked to be left alone (a 429 with Retry-After): the limit grants nothing to anyone
+  until then. A shorter pause than one in force changes nothing; a pause of 0 asks how long the one
+  in force has left (a caller granted ahead of time checks it before it sends).
+
+  Input:
+    KEYS[1] the limit's buckets
+    ARGV[1] now (ms; '' for Redis's clock)
+    ARGV[2..5] the limit: requests per minute, tokens per minute, request burst, token burst
+    ARGV[6] how long (ms)
+
+  Returns:
+    how long the pause in force has left (ms; 0: none)
+]]
+--- @include "@flotilla/broker/redisNow"
+--- @include "limitOf"
+--- @include "refill"
+--- @include "saveBuckets"
+local key = KEYS[1]
+local now = redisNow(ARGV[1])
+local limit = limitOf(ARGV)
+local b = refill(key, limit, now)
+b.pausedUntil = math.max(b.pausedUntil, now + tonumber(ARGV[6]))
+saveBuckets(key, limit, b, now)
+return math.ceil(math.max(0, b.pausedUntil - now))

@@ -1,0 +1,2 @@
+export { type RateLimitOptions, RateLimitOptionsSchema, type ResolvedRateLimit, resolveRateLimit } from "./options.ts";
+export { RedisRateLimiter } from "./rate-limiter.ts";
