@@ -1,9 +1,11 @@
-// The container files, read as files: docker-compose.yml, apps/worker/Dockerfile, .dockerignore and
-// tooling/prometheus.yml. No Docker engine runs these tests, so they check what the files say: the
+// The container files, read as files: docker-compose.yml, apps/worker/Dockerfile, .dockerignore,
+// tooling/prometheus.yml and deploy/k8s. No Docker engine runs these tests, so they check what the files say: the
 // ports a developer's machine sees, which image carries what, that every worker is health-checked
 // and scraped, and that the build context and layers are what the comments promise.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { CONSUMER_GROUP, createKeys } from "@flotilla/core";
+import { METRICS, SECONDS_METRICS } from "@flotilla/metrics";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 
@@ -199,5 +201,68 @@ describe(".dockerignore", () => {
     );
     const toolchain = /^TOOLCHAIN="\$ROOT\/([^"]+)"$/m.exec(read("tooling/scripts/flotilla.sh"))![1]!;
     for (const pattern of [".env", "**/.env", ".env.*", "**/node_modules", ".git", toolchain, "**/dist"]) expect(patterns, pattern).toContain(pattern);
+  });
+});
+
+// deploy/k8s: the worker's Deployment and the KEDA ScaledObjects that scale it, checked against what
+// the worker reads and exposes (no cluster runs them here).
+describe("deploy/k8s", () => {
+  interface EnvVar {
+    name: string;
+    value?: string;
+  }
+  interface Container {
+    image: string;
+    env: EnvVar[];
+    ports: Array<{ name: string; containerPort: number }>;
+    readinessProbe: { httpGet: { path: string; port: string } };
+    livenessProbe: { httpGet: { path: string; port: string } };
+  }
+  const deployment: {
+    kind: string;
+    metadata: { name: string };
+    spec: { template: { spec: { terminationGracePeriodSeconds: number; containers: Container[] } } };
+  } = parse(read("deploy/k8s/worker-deployment.yaml"));
+  const [container] = deployment.spec.template.spec.containers;
+  const env = new Map(container!.env.map((e) => [e.name, e.value]));
+  type Trigger = { type: string; metadata: Record<string, string> };
+  const scaled = (file: string): { kind: string; spec: { scaleTargetRef: { name: string }; triggers: Trigger[] } } => parse(read(file));
+
+  it("runs the worker image with its probes on the metrics port, and drains within the grace period", () => {
+    expect(deployment.kind).toBe("Deployment");
+    expect(container!.image).toMatch(/^flotilla-worker:/);
+    const port = container!.ports.find((p) => p.name === "metrics")!.containerPort;
+    expect(env.get("FLOTILLA_METRICS_PORT")).toBe(String(port));
+    expect(container!.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "metrics" });
+    expect(container!.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "metrics" });
+    expect(deployment.spec.template.spec.terminationGracePeriodSeconds * 1000).toBeGreaterThan(Number(env.get("FLOTILLA_DRAIN_TIMEOUT_MS")));
+    // Every setting it gives is one the worker app reads (its README's table lists them all).
+    const documented = read("apps/worker/README.md");
+    for (const name of env.keys()) if (name.startsWith("FLOTILLA_") || name === "REDIS_URL") expect(documented, name).toContain(`\`${name}\``);
+  });
+
+  it("scales on the lag of every lane of the queue the workers serve, by the keys and group the broker uses", () => {
+    const object = scaled("deploy/k8s/keda-scaledobject.yaml");
+    expect(object.kind).toBe("ScaledObject");
+    expect(object.spec.scaleTargetRef.name).toBe(deployment.metadata.name);
+    const keys = createKeys("flotilla");
+    const queue = env.get("FLOTILLA_QUEUES")!;
+    expect(object.spec.triggers.map((t) => t.metadata.stream).sort()).toEqual((["high", "normal", "low"] as const).map((p) => keys.lane(queue, p)).sort());
+    for (const t of object.spec.triggers) {
+      expect(t.type).toBe("redis-streams");
+      expect(t.metadata.consumerGroup).toBe(CONSUMER_GROUP);
+      expect(Number(t.metadata.lagCount)).toBeGreaterThan(0);
+      // KEDA reads these from the target's container.
+      expect(env.has(t.metadata.addressFromEnv!)).toBe(true);
+      expect(env.has(t.metadata.passwordFromEnv!)).toBe(true);
+    }
+  });
+
+  it("the Prometheus variant queries gauges the worker exposes, by their Prometheus names", () => {
+    const object = scaled("deploy/k8s/keda-scaledobject-prometheus.yaml");
+    expect(object.spec.scaleTargetRef.name).toBe(deployment.metadata.name);
+    const exposed = (name: string) => `${name.replaceAll(".", "_")}${SECONDS_METRICS.includes(name) ? "_seconds" : ""}`;
+    const queried = object.spec.triggers.map((t) => /^\w+\((\w+)\{/.exec(t.metadata.query!)?.[1]);
+    expect(queried).toEqual([exposed(METRICS.queueDepth), exposed(METRICS.queueOldestWait)]);
   });
 });

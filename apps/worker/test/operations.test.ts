@@ -97,6 +97,9 @@ describe("flotilla-worker, as an operator sees it", () => {
       // Buckets for seconds: a quick run lands in a bucket well under a second.
       expect(text).toMatch(/flotilla_task_duration_seconds_bucket\{[^}]*queue="ops-metrics"[^}]*le="0\.5"\} 1/);
       expect(text).not.toMatch(/flotilla_task_duration\{|flotilla_task_duration_count/);
+      // Backlog and lag per queue, what autoscaling reads (apps/worker/README.md, "Autoscaling").
+      expect(text).toMatch(/^flotilla_queue_depth\{[^}]*queue="ops-metrics"[^}]*\} 0$/m);
+      expect(text).toMatch(/^flotilla_queue_oldest_wait_seconds\{[^}]*queue="ops-metrics"[^}]*\} 0$/m);
     } finally {
       await client.close();
       await stop(worker);

@@ -200,26 +200,45 @@ export class Broker {
     return found?.id === deadLetterId ? found : undefined;
   }
 
-  /** Entries waiting to be claimed, claimed but not yet done, and held back for later, over all lanes. */
-  async depth(queue: string): Promise<{ waiting: number; inFlight: number; delayed: number }> {
-    const pipeline = this.redis.pipeline();
+  /**
+   * Entries waiting to be claimed, claimed but not yet done, and held back for later, over all
+   * lanes; and how long the oldest waiting entry has waited (ms on Redis's clock; 0 when none waits):
+   * a queue's lag, what autoscaling reads beside its backlog.
+   */
+  async depth(queue: string): Promise<QueueDepth> {
+    const pipeline = this.redis.pipeline().time();
     for (const priority of PRIORITIES) {
       const key = this.keys.lane(queue, priority);
-      pipeline.xlen(key).xpending(key, CONSUMER_GROUP).zcard(this.keys.delayed(queue, priority));
+      pipeline.xlen(key).xpending(key, CONSUMER_GROUP).zcard(this.keys.delayed(queue, priority)).xinfo("GROUPS", key);
     }
     const replies = (await pipeline.exec()) ?? [];
+    const [seconds, micros] = (replies[0]?.[1] as [string, string] | undefined) ?? [String(Date.now() / 1000), "0"];
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     let waiting = 0;
     let inFlight = 0;
     let delayed = 0;
-    for (let i = 0; i < replies.length; i += 3) {
+    const behind: Array<{ key: string; lastDelivered: string }> = [];
+    PRIORITIES.forEach((priority, lane) => {
+      const at = 1 + lane * 4;
       // A lane whose group does not exist yet answers XPENDING with an error: nothing is in flight there.
-      const len = Number(replies[i]?.[1] ?? 0);
-      const pending = replies[i + 1]?.[0] ? 0 : Number((replies[i + 1]?.[1] as [number] | null)?.[0] ?? 0);
+      const len = Number(replies[at]?.[1] ?? 0);
+      const pending = replies[at + 1]?.[0] ? 0 : Number((replies[at + 1]?.[1] as [number] | null)?.[0] ?? 0);
       waiting += Math.max(0, len - pending);
       inFlight += pending;
-      delayed += Number(replies[i + 2]?.[1] ?? 0);
+      delayed += Number(replies[at + 2]?.[1] ?? 0);
+      const group = replies[at + 3]?.[0] ? undefined : groupInfo(replies[at + 3]?.[1], CONSUMER_GROUP);
+      if (len > pending && group) behind.push({ key: this.keys.lane(queue, priority), lastDelivered: group.lastDelivered });
+    });
+    let oldestWaitMs = 0;
+    if (behind.length > 0) {
+      // The first entry after what the group has delivered is the lane's oldest waiting one (acknowledged entries are deleted).
+      const firsts = (await behind.reduce((p, b) => p.xrange(b.key, `(${b.lastDelivered}`, "+", "COUNT", 1), this.redis.pipeline()).exec()) ?? [];
+      for (const [err, rows] of firsts) {
+        const id = err ? undefined : (rows as Array<[string, string[]]>)[0]?.[0];
+        if (id) oldestWaitMs = Math.max(oldestWaitMs, now - Number(id.split("-")[0]));
+      }
     }
-    return { waiting, inFlight, delayed };
+    return { waiting, inFlight, delayed, oldestWaitMs };
   }
 
   protected toEntries(reply: StreamReply, lanes: readonly Lane[]): RawEntry[] {
@@ -241,4 +260,26 @@ export class Broker {
  */
 export function isMissingGroup(err: unknown): boolean {
   return err instanceof Error && err.message.startsWith("NOGROUP ");
+}
+
+/** A queue's entries over its lanes (see Broker.depth). */
+export interface QueueDepth {
+  /** Entries waiting to be claimed. */
+  waiting: number;
+  /** Claimed and not yet done. */
+  inFlight: number;
+  /** Held back for a retry or a scheduled start. */
+  delayed: number;
+  /** How long the oldest waiting entry has waited (ms, Redis's clock; 0 when none waits). */
+  oldestWaitMs: number;
+}
+
+/** A consumer group's last delivered entry, from an XINFO GROUPS reply. */
+function groupInfo(reply: unknown, name: string): { lastDelivered: string } | undefined {
+  for (const g of (reply as unknown[][] | null) ?? []) {
+    const fields: Record<string, unknown> = {};
+    for (let i = 0; i + 1 < g.length; i += 2) fields[String(g[i])] = g[i + 1];
+    if (fields.name === name) return { lastDelivered: String(fields["last-delivered-id"] ?? "0-0") };
+  }
+  return undefined;
 }

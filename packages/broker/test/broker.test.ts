@@ -35,7 +35,23 @@ describe("Broker", () => {
     await broker.enqueue("depth", "b");
     await redis.zadd(keys.delayed("depth", "low"), Date.now() + 60_000, "c");
     await broker.claim(blocking, "c1", ["depth"], 1, 100);
-    expect(await broker.depth("depth")).toEqual({ waiting: 1, inFlight: 1, delayed: 1 });
+    expect(await broker.depth("depth")).toMatchObject({ waiting: 1, inFlight: 1, delayed: 1 });
+  });
+
+  it("says how long the oldest waiting entry has waited (the queue's lag), on Redis's clock; 0 when none waits", async () => {
+    await broker.ensureGroup("lag");
+    expect((await broker.depth("lag")).oldestWaitMs).toBe(0);
+    await broker.enqueue("lag", "old", "low");
+    await new Promise((r) => setTimeout(r, 300));
+    await broker.enqueue("lag", "new", "high");
+    const both = await broker.depth("lag");
+    expect(both.oldestWaitMs).toBeGreaterThanOrEqual(290);
+    expect(both.oldestWaitMs).toBeLessThan(5_000);
+    // Once the old one is delivered, the lag is the newer one's wait; once both are, none.
+    await broker.claim(blocking, "c1", ["lag"], 1, 100, { order: ["low", "normal", "high"] });
+    expect((await broker.depth("lag")).oldestWaitMs).toBeLessThan(both.oldestWaitMs - 250);
+    await broker.claim(blocking, "c1", ["lag"], 1, 100);
+    expect(await broker.depth("lag")).toMatchObject({ waiting: 0, inFlight: 2, oldestWaitMs: 0 });
   });
 
   // On a cluster the queues lie in different slots, which one read cannot name (see MULTI_SLOT_BLOCK_MS).
@@ -123,7 +139,7 @@ describe("Broker", () => {
     ]);
     const fair = await broker.claim(blocking, "c1", ["prio"], 2, 100, { order: ["low", "normal", "high"] });
     expect(fair.map((e) => e.fields?.task)).toEqual(["t0", "t3"]);
-    expect(await broker.depth("prio")).toEqual({ waiting: 1, inFlight: 5, delayed: 0 });
+    expect(await broker.depth("prio")).toMatchObject({ waiting: 1, inFlight: 5, delayed: 0 });
   });
 
   it("dead-letters an entry with its reason and acknowledges it", async () => {

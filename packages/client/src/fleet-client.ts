@@ -1,16 +1,10 @@
+import type { QueueDepth } from "@flotilla/broker";
 import { parseInput, QueueNameSchema } from "@flotilla/core";
 import { withRedis } from "@flotilla/core/redis";
 import { type FleetStatus, type FleetStatusOptions, getFleetStatus } from "@flotilla/health";
 import type { ClientContext } from "./context.ts";
 
-export interface QueueDepth {
-  /** Entries waiting to be claimed. */
-  waiting: number;
-  /** Claimed and not yet done. */
-  inFlight: number;
-  /** Held back for a retry or a scheduled start. */
-  delayed: number;
-}
+export type { QueueDepth };
 
 /** `client.fleet`: the workers and the queues they serve. */
 export class FleetClient {
@@ -25,7 +19,7 @@ export class FleetClient {
     return withRedis(this.ctx.redis, () => getFleetStatus(this.ctx.redis, this.ctx.keys, options));
   }
 
-  /** Waiting, in-flight and delayed entries of a queue, over its lanes. */
+  /** Waiting, in-flight and delayed entries of a queue, over its lanes, and how long its oldest waiting entry has waited. */
   async queueDepth(queue = "default"): Promise<QueueDepth> {
     const q = parseInput(QueueNameSchema, queue, "queue");
     return withRedis(this.ctx.redis, () => this.ctx.broker.depth(q));

@@ -171,7 +171,10 @@ describe("FlotillaClient", () => {
   it("keeps the admin calls' old names working beside the sub-clients", async () => {
     const client = env.client();
     await client.submit(echo(), "waiting", { queue: "aliases" });
-    expect(await client.queueDepth("aliases")).toEqual(await client.fleet.queueDepth("aliases"));
+    // The same figures (the oldest entry's wait grows between the two reads).
+    const { oldestWaitMs: _, ...old } = await client.queueDepth("aliases");
+    const { oldestWaitMs: __, ...now } = await client.fleet.queueDepth("aliases");
+    expect(old).toEqual(now);
     expect(await client.queueDepth("aliases")).toMatchObject({ waiting: 1 });
     expect(await client.listDeadLetters("aliases")).toEqual(await client.deadLetters.list("aliases"));
     expect(await client.getDeadLetter("aliases", "0-1")).toBeUndefined();

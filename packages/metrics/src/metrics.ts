@@ -11,6 +11,7 @@ export const METRICS = {
   deadLettered: "flotilla.tasks.dead_lettered",
   selfFenced: "flotilla.tasks.self_fenced",
   queueDepth: "flotilla.queue.depth",
+  queueOldestWait: "flotilla.queue.oldest_wait",
   queuePending: "flotilla.queue.pending",
   duration: "flotilla.task.duration",
   waitTime: "flotilla.task.wait_time",
@@ -38,8 +39,9 @@ export const METRICS = {
  * seconds every task would land in the first bucket.
  */
 export const DURATION_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
-/** The histograms, all durations in seconds (unit `s`). */
+/** The instruments in seconds (unit `s`): the duration histograms, and the queues' oldest wait. */
 export const SECONDS_METRICS: readonly string[] = [
+  METRICS.queueOldestWait,
   METRICS.duration,
   METRICS.waitTime,
   METRICS.publishDuration,
@@ -83,6 +85,8 @@ export interface QueueFigures {
   waiting: number;
   /** Claimed, not yet done. */
   inFlight: number;
+  /** How long the oldest waiting entry has waited (ms; 0 when none waits). @default 0 */
+  oldestWaitMs?: number;
 }
 
 /** A stable key for an attribute set: `queue=a,agent=b` (sorted). */
@@ -186,6 +190,13 @@ export class FlotillaMetrics {
     pending.addCallback((r) => {
       for (const q of this.queueFigures()) r.observe(q.inFlight, { queue: q.queue });
     });
+    const oldest = this.meter.createObservableGauge(METRICS.queueOldestWait, {
+      description: "How long the queue's oldest waiting entry has waited: its lag, for autoscaling",
+      unit: "s",
+    });
+    oldest.addCallback((r) => {
+      for (const q of this.queueFigures()) r.observe((q.oldestWaitMs ?? 0) / 1000, { queue: q.queue });
+    });
     live.addCallback((r) => {
       const n = this.liveWorkers();
       if (n !== undefined) r.observe(n);
@@ -275,10 +286,11 @@ export class FlotillaMetrics {
     for (const [name, byAttrs] of this.counters) counters[name] = Object.fromEntries(byAttrs);
     const histograms: MetricsSnapshot["histograms"] = {};
     for (const [name, byAttrs] of this.histograms) histograms[name] = Object.fromEntries([...byAttrs].map(([k, s]) => [k, s.summary()]));
-    const gauges: MetricsSnapshot["gauges"] = { [METRICS.queueDepth]: {}, [METRICS.queuePending]: {} };
+    const gauges: MetricsSnapshot["gauges"] = { [METRICS.queueDepth]: {}, [METRICS.queuePending]: {}, [METRICS.queueOldestWait]: {} };
     for (const q of this.queueFigures()) {
       gauges[METRICS.queueDepth]![attributeKey({ queue: q.queue })] = q.waiting;
       gauges[METRICS.queuePending]![attributeKey({ queue: q.queue })] = q.inFlight;
+      gauges[METRICS.queueOldestWait]![attributeKey({ queue: q.queue })] = (q.oldestWaitMs ?? 0) / 1000;
     }
     const bus = this.busFigures();
     if (bus.length > 0) {

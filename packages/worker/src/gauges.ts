@@ -56,7 +56,7 @@ export class Gauges {
       const figures: QueueFigures[] = [];
       for (const queue of this.queues) {
         const d = await this.broker.depth(queue);
-        figures.push({ queue, waiting: d.waiting + d.delayed, inFlight: d.inFlight });
+        figures.push({ queue, waiting: d.waiting + d.delayed, inFlight: d.inFlight, oldestWaitMs: d.oldestWaitMs });
       }
       this.figures = figures;
       this.liveWorkers = await countLiveWorkers(this.redis, this.keys, deadAfter(this.heartbeatTtlMs));
