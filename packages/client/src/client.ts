@@ -38,7 +38,8 @@ import { type Conversation, ConversationsClient } from "./conversations-client.t
 import { DeadLettersClient } from "./dead-letters-client.ts";
 import { FleetClient, type QueueDepth } from "./fleet-client.ts";
 import { type ClientOptions, type ResolvedClientOptions, resolveClientOptions } from "./options.ts";
-import { type AgentLike, prepareSubmission, type Submission } from "./submission.ts";
+import { SchedulesClient } from "./schedules-client.ts";
+import { type AgentLike, newTaskOf, prepareSubmission, type Submission } from "./submission.ts";
 import { TaskHandle } from "./task-handle.ts";
 
 const ListOptionsSchema = z
@@ -63,6 +64,8 @@ export class FlotillaClient {
   readonly fleet: FleetClient;
   /** Conversations agents remember across tasks. */
   readonly conversations: ConversationsClient;
+  /** Cron and interval schedules, fired by the workers (@flotilla/schedules). */
+  readonly schedules: SchedulesClient;
   /** Workflow graphs (@flotilla/graph) on this client's connections: runs, templates. */
   readonly graphs: GraphClient;
   private readonly options: ResolvedClientOptions;
@@ -99,6 +102,7 @@ export class FlotillaClient {
     };
     this.deadLetters = new DeadLettersClient(this.ctx);
     this.fleet = new FleetClient(this.ctx);
+    this.schedules = new SchedulesClient(this.ctx, o);
     this.conversations = new ConversationsClient(this.ctx, new MemoryStores(o.memory, () => this.conn.redis, this.keys.prefix, "client"));
     this.graphs = new GraphClient(
       {},
@@ -300,24 +304,7 @@ export class FlotillaClient {
   }
 
   private newTask(s: Submission): NewTask {
-    const o = s.options;
-    return {
-      taskId: s.taskId,
-      queue: o.queue,
-      agent: s.agent.name,
-      payload: s.payload,
-      detailed: o.detailed,
-      maxRetries: o.maxRetries,
-      maxDeliveries: o.maxDeliveries,
-      timeoutMs: o.timeoutMs,
-      metadata: o.metadata,
-      backoff: o.backoff,
-      // A delay from now: the due time is set on Redis's clock.
-      delayMs: s.runAt === undefined ? undefined : s.runAt - s.createdAt,
-      priority: o.priority,
-      trace: traceOf(),
-      ...(o.concurrencyKey !== undefined && { concurrency: { key: o.concurrencyKey, limit: o.concurrencyLimit ?? 1 } }),
-    };
+    return { ...newTaskOf(s), trace: traceOf() };
   }
 
   private hub(): Promise<SubscriberHub> {

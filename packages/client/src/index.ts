@@ -21,6 +21,7 @@ export {
 } from "@flotilla/core";
 export type { FlotillaEvent } from "@flotilla/events";
 export type { FleetStatus, FleetStatusOptions, WorkerStatus } from "@flotilla/health";
+export type { ScheduleInfo } from "@flotilla/schedules";
 export type { ListTasksOptions, TaskPage, TaskResult } from "@flotilla/store";
 export { FlotillaClient } from "./client.ts";
 export type { Conversation, ConversationsClient } from "./conversations-client.ts";
@@ -28,5 +29,6 @@ export type { DeadLettersClient } from "./dead-letters-client.ts";
 export { closeDefaultClient, type DistributedOptions, defaultFlotillaClient, distributed } from "./distributed.ts";
 export type { FleetClient, QueueDepth } from "./fleet-client.ts";
 export type { ClientOptions } from "./options.ts";
+export type { CreateScheduleOptions, ScheduledTaskOptions, SchedulesClient } from "./schedules-client.ts";
 export { type AgentLike, prepareSubmission, type Submission, type SubmissionLimits } from "./submission.ts";
 export { type ResultOptions, type StreamOptions, TaskHandle } from "./task-handle.ts";

@@ -16,6 +16,7 @@ import {
   taskIdOf,
   ValidationError,
 } from "@flotilla/core";
+import type { NewTask } from "@flotilla/store";
 import { assertAcyclic } from "./cycles.ts";
 
 /**
@@ -84,4 +85,25 @@ function nameFor(opts: ResolvedSubmitOptions): string {
 function serialise(agent: AgentLike): unknown {
   if (agent && typeof (agent as Serializable).toJSON === "function") return (agent as Serializable).toJSON();
   return agent;
+}
+
+/** The task a submission creates, as the store takes it (without a trace context: the caller's span adds it). */
+export function newTaskOf(s: Submission): NewTask {
+  const o = s.options;
+  return {
+    taskId: s.taskId,
+    queue: o.queue,
+    agent: s.agent.name,
+    payload: s.payload,
+    detailed: o.detailed,
+    maxRetries: o.maxRetries,
+    maxDeliveries: o.maxDeliveries,
+    timeoutMs: o.timeoutMs,
+    metadata: o.metadata,
+    backoff: o.backoff,
+    // A delay from now: the due time is set on Redis's clock.
+    delayMs: s.runAt === undefined ? undefined : s.runAt - s.createdAt,
+    priority: o.priority,
+    ...(o.concurrencyKey !== undefined && { concurrency: { key: o.concurrencyKey, limit: o.concurrencyLimit ?? 1 } }),
+  };
 }

@@ -102,7 +102,16 @@ describe("the ACL users of tooling/redis/users.acl", () => {
      * Who runs each script; a script not named here must be runnable by both the worker and the
      * client (store/create among them: a graph run's worker creates the next nodes' tasks).
      */
-    const clientOnly = new Set(["store/requeue", "cancel/cancel", "bus/republish", "bus/deleteGroup"]);
+    const clientOnly = new Set([
+      "store/requeue",
+      "cancel/cancel",
+      "bus/republish",
+      "bus/deleteGroup",
+      "schedules/upsertSchedule",
+      "schedules/pauseSchedule",
+      "schedules/resumeSchedule",
+      "schedules/deleteSchedule",
+    ]);
     const workerOnly = new Set([
       "store/claim",
       "store/start",
@@ -121,6 +130,12 @@ describe("the ACL users of tooling/redis/users.acl", () => {
       "bus/reclaim",
       "bus/trim",
       "bus/pruneConsumers",
+      "ratelimit/acquire",
+      "ratelimit/account",
+      "ratelimit/pause",
+      "schedules/takeDue",
+      "schedules/advanceSchedule",
+      "schedules/forgetOrphan",
     ]);
     const scripts = luaScripts();
     expect(scripts.map((s) => s.id)).toEqual(expect.arrayContaining([...clientOnly, ...workerOnly]));

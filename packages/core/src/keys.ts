@@ -151,7 +151,7 @@ export interface Keys {
    * the due set together.
    */
   schedule(id: string): string;
-  /** Sorted set: schedule ids by their next tick (ms); a paused schedule is not in it. */
+  /** Sorted set: schedule ids by their next tick (ms); a paused schedule stays in it at +inf (never due), so the set lists every schedule. */
   schedulesDue(): string;
   /** Hash: a fleet-wide rate limit's token buckets (@flotilla/ratelimit): requests, tokens, when last refilled, paused until. */
   rateLimit(name: string): string;

@@ -112,6 +112,7 @@ export const WorkerOptionsSchema = z
     openAICompatible: z.record(z.string(), shaped<OpenAICompatibleEndpoint>(z.looseObject({ baseURL: z.string().min(1) }))),
     model: z.custom<LanguageModel>(isObject, "must be an AI SDK LanguageModel"),
     memory: z.record(z.string(), shaped<MemoryStore>(functions("entries", "append", "clear"))),
+    schedules: z.boolean(),
     rateLimits: z.array(RateLimitOptionsSchema).refine((l) => new Set(l.map((x) => x.name)).size === l.length, "rate limit names must be unique"),
     executor: shaped<Executor>(functions("execute")),
     graph: shaped<NodeExecutor>(functions("execute", "ended", "start", "stop")),

@@ -64,6 +64,11 @@ export interface WorkerOptions {
    * `[{ name: "openai", requestsPerMinute: 500, tokensPerMinute: 200_000 }]`. @default none
    */
   rateLimits?: RateLimitOptions[];
+  /**
+   * Fires the fleet's due schedules (`client.schedules`, @flotilla/schedules): every worker that does
+   * takes part, and each tick is fired once, by whichever takes it first. @default true
+   */
+  schedules?: boolean;
   /** Runs the agents. @default agentExecutor(): in this process */
   executor?: Executor;
   /**
@@ -180,6 +185,7 @@ export interface ResolvedWorkerOptions {
   model: LanguageModel | undefined;
   memory: Record<string, MemoryStore> | undefined;
   rateLimits: RateLimitOptions[];
+  schedules: boolean;
   heartbeatTtlMs: number;
   blockMs: number;
   leaseMs: number;
@@ -223,6 +229,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     model: o.model,
     memory: o.memory,
     rateLimits: o.rateLimits ?? [],
+    schedules: o.schedules ?? true,
     heartbeatTtlMs: o.heartbeatTtlMs ?? DEFAULTS.heartbeatTtlMs,
     blockMs: o.blockMs ?? DEFAULTS.blockMs,
     leaseMs,

@@ -6,6 +6,7 @@ import { Heartbeat } from "@flotilla/health";
 import { MemoryStores } from "@flotilla/memory";
 import { METRICS } from "@flotilla/metrics";
 import { RedisRateLimiter } from "@flotilla/ratelimit";
+import { Scheduler } from "@flotilla/schedules";
 import { TaskStore } from "@flotilla/store";
 import { agentExecutor } from "./agent-executor.ts";
 import { AttemptRunner } from "./attempt.ts";
@@ -50,6 +51,8 @@ export class WorkerSession {
   private readonly link: RedisLink;
   private readonly gauges: Gauges;
   private readonly broker: Broker;
+  /** Fires the fleet's due schedules (@flotilla/schedules), when this worker takes part. */
+  private readonly schedules: Scheduler | undefined;
   private onDeadline: "release" | "cancel" = "release";
   /** Aborted at the drain deadline: outcomes Redis keeps refusing are no longer sent again. */
   private readonly giveUp = new AbortController();
@@ -66,6 +69,7 @@ export class WorkerSession {
     const store = new TaskStore(redis, keys, options.retention, options.queueRetention);
     const broker = new Broker(redis, keys, { deadLetterMaxLen: options.retention.deadLetterMaxLen });
     this.broker = broker;
+    this.schedules = options.schedules ? new Scheduler({ redis, keys, tasks: store, workerId, logger: log }) : undefined;
     this.cancels = new CancelListener(redis, hub, keys, { logger: log });
     this.inFlight = new InFlight(() => this.scheduler.wake());
     // Redis is asked whether it answers at least every second (a third of a short lease).
@@ -212,6 +216,7 @@ export class WorkerSession {
     session.leases.start();
     await session.scheduler.start();
     session.gauges.start(options.gaugeIntervalMs, () => session.link.memory);
+    session.schedules?.start();
     return session;
   }
 
@@ -228,6 +233,8 @@ export class WorkerSession {
     const log = this.options.logger;
     this.onDeadline = onDeadline;
     this.gauges.stop();
+    // A round in flight is recorded before the connection goes; the next due tick is another worker's.
+    await this.schedules?.stop();
     await this.scheduler.stop();
     // Subscriptions stop reading and drain beside the tasks (an agent subscription waits on tasks this worker may run).
     const busStopped = this.options.bus?.stop(drainTimeoutMs).catch((err) => log.warn("bus subscriptions did not stop cleanly", { err }));

@@ -64,11 +64,13 @@ describe("Gauges", () => {
     // The interval does not keep the process alive.
     expect(refTimers()).toBe(before);
     // Strict: a figure without a queue would show as a key holding undefined, which toEqual ignores.
-    expect(metrics.snapshot().gauges).toStrictEqual({ [METRICS.queueDepth]: {}, [METRICS.queuePending]: {} });
+    expect(metrics.snapshot().gauges).toStrictEqual({ [METRICS.queueDepth]: {}, [METRICS.queuePending]: {}, [METRICS.queueOldestWait]: {} });
     await waitFor(async () => metrics.snapshot().gauges[METRICS.workersLive] !== undefined, { what: "the first read" });
     expect(metrics.snapshot().gauges).toStrictEqual({
       [METRICS.queueDepth]: { "queue=g-a": 2, "queue=g-b": 0 },
       [METRICS.queuePending]: { "queue=g-a": 1, "queue=g-b": 0 },
+      // g-a's waiting entry has waited since it was added (seconds); g-b has none.
+      [METRICS.queueOldestWait]: { "queue=g-a": expect.any(Number), "queue=g-b": 0 },
       [METRICS.workersLive]: { "": 1 },
     });
     gauges.stop();
@@ -88,7 +90,7 @@ describe("Gauges", () => {
     const reads = broker.reads;
     await new Promise((r) => setTimeout(r, 100));
     expect(broker.reads).toBe(reads);
-    expect(metrics.snapshot().gauges).toEqual({ [METRICS.queueDepth]: {}, [METRICS.queuePending]: {} });
+    expect(metrics.snapshot().gauges).toEqual({ [METRICS.queueDepth]: {}, [METRICS.queuePending]: {}, [METRICS.queueOldestWait]: {} });
   });
 
   it("keep the last figures when a read fails, and log why at debug level", async () => {
