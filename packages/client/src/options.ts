@@ -1,7 +1,8 @@
-import { DEFAULTS, type Retention, type RetentionOptions, resolveRetention } from "@flotilla/core";
+import { DEFAULTS, parseInput, QueueNameSchema, type Retention, type RetentionOptions, resolveRetention } from "@flotilla/core";
 import type { RedisConnection } from "@flotilla/core/redis";
 import type { MemoryStore } from "@flotilla/memory";
 import { defaultMetrics, type FlotillaMetrics } from "@flotilla/metrics";
+import { z } from "zod";
 
 export interface ClientOptions {
   /** Redis URL, ioredis options or client, a Redis Cluster (`{ cluster: ["host:port", …] }` or an ioredis Cluster). @default the cluster REDIS_CLUSTER_NODES names, else process.env.REDIS_URL ?? "redis://127.0.0.1:6379" */
@@ -23,6 +24,11 @@ export interface ClientOptions {
   memory?: Record<string, MemoryStore>;
   /** Where submit counts go (OpenTelemetry, and readable with `snapshot()`). @default defaultMetrics() */
   metrics?: FlotillaMetrics;
+  /**
+   * Per-queue default of `concurrencyLimit`, for tasks submitted with a `concurrencyKey` and no limit
+   * (e.g. `{ chat: 4 }`: at most 4 of a tenant's chat tasks at once). @default {}: such a task's limit is 1
+   */
+  concurrencyLimits?: Record<string, number>;
 }
 
 export interface ResolvedClientOptions {
@@ -34,7 +40,10 @@ export interface ResolvedClientOptions {
   connectTimeoutMs: number;
   memory: Record<string, MemoryStore> | undefined;
   metrics: FlotillaMetrics;
+  concurrencyLimits: Record<string, number>;
 }
+
+const ConcurrencyLimitsSchema = z.record(QueueNameSchema, z.number().int().min(1).max(100_000));
 
 /** The one place the client's defaults are applied. */
 export function resolveClientOptions(options: ClientOptions): ResolvedClientOptions {
@@ -47,5 +56,6 @@ export function resolveClientOptions(options: ClientOptions): ResolvedClientOpti
     connectTimeoutMs: options.connectTimeoutMs ?? DEFAULTS.clientConnectTimeoutMs,
     memory: options.memory,
     metrics: options.metrics ?? defaultMetrics(),
+    concurrencyLimits: parseInput(ConcurrencyLimitsSchema, options.concurrencyLimits ?? {}, "concurrencyLimits"),
   };
 }

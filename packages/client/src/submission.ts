@@ -38,10 +38,12 @@ export interface Submission {
   options: ResolvedSubmitOptions;
 }
 
-/** The size limits of a submit (the client's options of the same names). */
+/** The limits and per-queue defaults of a submit (the client's options of the same names). */
 export interface SubmissionLimits {
   maxPayloadBytes: number;
   maxJsonDepth: number;
+  /** The concurrency limit of a queue's tasks that give a `concurrencyKey` and no `concurrencyLimit` (else 1). */
+  concurrencyLimits?: Readonly<Record<string, number>> | undefined;
 }
 
 /**
@@ -67,6 +69,7 @@ export function prepareSubmission(agent: AgentLike, input: JsonValue, options: S
   const payload = JSON.stringify({ agent: spec, input: value });
   const bytes = Buffer.byteLength(payload);
   if (bytes > maxPayloadBytes) throw ValidationError.of("input", "input", `payload is ${bytes} bytes; the limit is ${maxPayloadBytes}`);
+  if (opts.concurrencyKey !== undefined && opts.concurrencyLimit === undefined) opts.concurrencyLimit = limits.concurrencyLimits?.[opts.queue];
   const runAt = opts.runAt ?? (opts.delayMs === undefined ? undefined : now + opts.delayMs);
   return { taskId: taskIdOf(opts.queue, nameFor(opts)), agent: spec, payload, createdAt: now, runAt, options: opts };
 }

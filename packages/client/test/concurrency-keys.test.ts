@@ -101,6 +101,16 @@ describe("concurrency keys", () => {
     expect((await second.status()).status).toBe("CANCELLED");
   });
 
+  it("a queue's default limit (the client's concurrencyLimits) holds for tasks that give a key and no limit", async () => {
+    await env.worker({ queues: ["defaults"], concurrency: 8, executor: busy(150) });
+    const client = env.client({ concurrencyLimits: { defaults: 2 } });
+    const handles = await client.submitMany(Array.from({ length: 6 }, (_, i) => ({ agent, input: i, options: { queue: "defaults", concurrencyKey: "t" } })));
+    await Promise.all(handles.map((h) => h.result({ timeoutMs: 20_000 })));
+    const records = await env.store.getMany(handles.map((h) => h.taskId));
+    expect(maxOverlap(records.map((r) => [r!.startedAt!, r!.completedAt!]))).toBe(2);
+    expect(() => env.client({ concurrencyLimits: { defaults: 0 } })).toThrow(/concurrencyLimits/);
+  });
+
   it("refuses a limit without a key, and a key that is no key name", async () => {
     const client = env.client();
     await expect(client.submit(agent, 1, { concurrencyLimit: 2 })).rejects.toThrow(ValidationError);
