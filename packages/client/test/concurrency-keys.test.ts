@@ -1,5 +1,6 @@
 import { Agent } from "@flotilla/agent";
 import { type JsonValue, sleep, ValidationError } from "@flotilla/core";
+import { waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import type { Executor } from "@flotilla/worker";
 import { describe, expect, it } from "vitest";
@@ -94,6 +95,9 @@ describe("concurrency keys", () => {
     const second = await client.submit(agent, 2, opts);
     const third = await client.submit(agent, 3, opts);
     await env.until(first.taskId, ["RUNNING"]);
+    // Its status says why it waits.
+    await waitFor(async () => (await second.status()).parked === true, { what: "the second task parked" });
+    expect(await second.status()).toMatchObject({ status: "PENDING", concurrencyKey: "solo", concurrencyLimit: 1, parked: true });
     expect(await second.cancel("not wanted")).toMatchObject({ outcome: "cancelled" });
     await third.result({ timeoutMs: 10_000 });
     const [r1, r3] = await env.store.getMany([first.taskId, third.taskId]);

@@ -105,6 +105,14 @@ export const TaskRecordSchema = z.object({
   seq: num.min(0).default(0),
   /** Token totals of the attempt that ended the task. */
   usage: jsonText.pipe(TokenUsageSchema).optional(),
+  /** Its concurrency key and that key's limit (see `concurrencyKey` on submit). */
+  concurrencyKey: z.string().optional(),
+  concurrencyLimit: num.min(1).optional(),
+  /** true while it waits, parked, for a slot of its concurrency key (stored: the lane it goes back to). */
+  parked: z
+    .enum(["1", "2", "3"])
+    .optional()
+    .transform((lane) => (lane === undefined ? undefined : true)),
 });
 /** The public view of a task: `handle.status()` and `client.listTasks()` return these. */
 export type TaskResult = z.infer<typeof TaskRecordSchema>;
