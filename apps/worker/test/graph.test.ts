@@ -1,11 +1,9 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import type { ChildProcess } from "node:child_process";
 import { FlotillaClient } from "@flotilla/client";
-import { purgePrefix, testConnection, testPrefix, testRedis, testRedisEnv, waitFor } from "@flotilla/testing";
+import { purgePrefix, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
+import { spawnApp } from "./spawn-app.ts";
 
-const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
-const module = fileURLToPath(new URL("./fixtures/graph-module.ts", import.meta.url));
 const prefix = testPrefix("app-graph");
 const redis = testRedis();
 const client = new FlotillaClient({ redis: testConnection(), prefix });
@@ -20,17 +18,7 @@ afterAll(async () => {
 
 describe("flotilla-worker serving graph node types", () => {
   it("a module's `graph` export: the app serves its node types (in its heartbeat) and runs a graph of a node function and an agent", async () => {
-    child = spawn(process.execPath, ["--conditions=@flotilla/source", main], {
-      env: {
-        ...process.env,
-        ...testRedisEnv(),
-        FLOTILLA_PREFIX: prefix,
-        FLOTILLA_MODULE: module,
-        FLOTILLA_WORKER_ID: "app-graph-1",
-        FLOTILLA_LOG_LEVEL: "error",
-      },
-      stdio: "ignore",
-    });
+    child = spawnApp({ prefix, fixture: "graph-module.ts", workerId: "app-graph-1" });
     const worker = await waitFor(async () => (await client.fleet.status()).workers.find((w) => w.workerId === "app-graph-1"), { timeoutMs: 20_000 });
     expect(worker.nodeTypes).toEqual(["app-shout", "app-echo"]);
     expect(worker.queues).toEqual(expect.arrayContaining(["default", "node.app-shout", "node.app-echo"]));

@@ -1,14 +1,12 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import type { ChildProcess } from "node:child_process";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient } from "@flotilla/client";
-import { type OpenAIServer, purgePrefix, startOpenAIServer, testConnection, testPrefix, testRedis, testRedisEnv, waitFor } from "@flotilla/testing";
+import { type OpenAIServer, purgePrefix, startOpenAIServer, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawnApp } from "./spawn-app.ts";
 
 // A fleet-wide rate limit seen from the provider's side: three flotilla-worker processes draw on one
 // limit of 1,200 requests a minute; the local OpenAI-compatible server records when each request came.
-const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
-const module = fileURLToPath(new URL("./fixtures/rate-limited-module.ts", import.meta.url));
 const prefix = testPrefix("app-ratelimit");
 const redis = testRedis();
 const client = new FlotillaClient({ redis: testConnection(), prefix });
@@ -43,18 +41,11 @@ describe("flotilla-worker with a fleet-wide rate limit", () => {
     };
     for (let i = 0; i < 3; i++) {
       children.push(
-        spawn(process.execPath, ["--conditions=@flotilla/source", main], {
-          env: {
-            ...process.env,
-            ...testRedisEnv(),
-            FLOTILLA_PREFIX: prefix,
-            FLOTILLA_MODULE: module,
-            FLOTILLA_CONCURRENCY: "10",
-            FLOTILLA_WORKER_ID: `app-rl-${i}`,
-            FLOTILLA_PROVIDER_LOCAL_BASE_URL: server.baseURL,
-            FLOTILLA_LOG_LEVEL: "error",
-          },
-          stdio: "ignore",
+        spawnApp({
+          prefix,
+          fixture: "rate-limited-module.ts",
+          workerId: `app-rl-${i}`,
+          env: { FLOTILLA_CONCURRENCY: "10", FLOTILLA_PROVIDER_LOCAL_BASE_URL: server.baseURL },
         }),
       );
     }

@@ -1,4 +1,4 @@
-import { ErrorCodes, type JsonValue } from "@flotilla/core";
+import { ErrorCodes, type JsonValue, silentLogger } from "@flotilla/core";
 import { waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { afterAll, describe, expect, it } from "vitest";
@@ -231,6 +231,38 @@ describe("graph runs on real workers", () => {
     ]);
     expect((await env.until(taskId)).status).toBe("CANCELLED");
     expect(ran).toBe(false);
+  });
+
+  it("a node function is not called when its task's signal was aborted while the node was being prepared", async () => {
+    let called = false;
+    const gw = graphWorker({
+      nodes: [
+        fn("prepared", () => {
+          called = true;
+          return null;
+        }),
+      ],
+    });
+    await gw.start({ redis: env.redis, keys: env.keys, logger: silentLogger });
+    try {
+      const run = await client.startGraph({ nodes: [{ id: "p", type: "prepared" }] }, null);
+      const reason = new Error("cancelled meanwhile");
+      const execution = gw.execute({
+        taskId: (await run.status()).nodes[0]!.taskId,
+        attempt: 1,
+        signal: AbortSignal.abort(reason),
+        node: { run: run.runId, id: "p", type: "prepared", instance: "p@#1" },
+        input: null,
+        state: {},
+        emit: () => {},
+        runAgent: () => Promise.reject(new Error("no agents here")),
+      });
+      await expect(execution).rejects.toBe(reason);
+      expect(called).toBe(false);
+      await run.cancel();
+    } finally {
+      await gw.stop();
+    }
   });
 
   it("inputs are checked by the node's schema; a mismatch fails the node without retries", async () => {

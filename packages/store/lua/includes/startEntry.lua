@@ -8,6 +8,7 @@
 --- @include "countWait"
 --- @include "recordFault"
 --- @include "noteHandoff"
+--- @include "concurrencySet"
 --- @include "takeConcurrencySlot"
 --- @include "releaseConcurrencySlot"
 -- Starts the task of a claimed entry. Every start is a delivery and gets a new attempt number,
@@ -97,7 +98,7 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
   end
   if concurrency and status ~= 'RUNNING' and not takeConcurrencySlot(batch, concurrency, name, tonumber(concurrencyLimit) or 1) then
     if not parked then
-      local waiting = batch.lanes[2] .. ':concurrency:' .. concurrency .. ':waiting'
+      local waiting = concurrencySet(batch, concurrency) .. ':waiting'
       if parkedAt then
         redis.call('LPUSH', waiting, name)
       else
