@@ -14,6 +14,8 @@ describe("agent subscriptions", () => {
     await waitFor(async () => (await t.bus.inspect("file.uploaded")).length === 1);
     const [event] = await t.bus.inspect("file.uploaded");
     const handle = t.env.client().handle(`default/${agentTaskName("file.uploaded", "indexer", event!.id)}`);
+    // The event is in the topic before its subscription's consumer has made the task.
+    await waitFor(async () => (await t.env.store.get(handle.taskId)) !== undefined, { what: "the event's task" });
     const events = await collect(handle.stream());
     expect(events.map((e) => e.type)).toContain("text");
     expect((await reply).payload).toMatchObject({ text: "indexed report.pdf" });
