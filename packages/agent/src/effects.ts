@@ -2,6 +2,6 @@
 // somewhere else than run.stream (the Temporal activities): one model turn, one tool call, the
 // tool definitions a turn offers, and the check of a final answer against its output schema.
 export { parseOutput } from "./output.ts";
-export type { ToolCall, ToolOutput } from "./steps.ts";
-export { lookupTool, type ProgressEvent, resolveTools, runToolCall, type ToolCallContext, toolDefinitions } from "./tool.ts";
+export type { SignalOutcome, ToolCall, ToolOutput } from "./steps.ts";
+export { approvalGate, lookupTool, type ProgressEvent, resolveTools, runToolCall, type ToolCallContext, toolDefinitions } from "./tool.ts";
 export { modelTurn, type TurnRequest, type TurnResult } from "./turn.ts";

@@ -3,7 +3,8 @@
 // "@flotilla/agent/loop" (the tool loop as a pure driver, importable from workflow code).
 
 // Thrown from a tool or a model to fail the task at once: re-exported so a tool needs no @flotilla/core.
-export { UnrecoverableError } from "@flotilla/core";
+// Human in the loop: what a tool's wait throws, and what a run that stopped to wait throws.
+export { TaskSuspended, UnrecoverableError, type WaitOptions, type WaitRequest } from "@flotilla/core";
 export { Agent, type AgentConfig } from "./agent.ts";
 export {
   KNOWN_PROVIDERS,
@@ -18,4 +19,4 @@ export { type RunOptions, type RunResult, run } from "./run.ts";
 export { type Script, ScriptSchema, scriptedModel } from "./scripted.ts";
 export { HANDOFF_TOOL } from "./steps.ts";
 export { Swarm, type SwarmConfig } from "./swarm.ts";
-export { defineTool, type ProgressEvent, type Tool, type ToolContext, type ToolRegistry } from "./tool.ts";
+export { type ApprovalOptions, defineTool, type ProgressEvent, type Tool, type ToolContext, type ToolRegistry } from "./tool.ts";

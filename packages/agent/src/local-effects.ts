@@ -6,7 +6,7 @@ import { context, type Exception, type Span, SpanStatusCode, trace } from "@open
 import type { LoopEffects } from "./loop.ts";
 import type { LanguageModel, ModelResolver } from "./model.ts";
 import { toolMessage } from "./steps.ts";
-import { resolveTools, runToolCall, type ToolRegistry, toolDefinitions } from "./tool.ts";
+import { approvalGate, resolveTools, runToolCall, type ToolRegistry, toolDefinitions } from "./tool.ts";
 import { modelTurn, type TurnResult } from "./turn.ts";
 
 export interface LocalEffectsOptions {
@@ -100,14 +100,16 @@ export function localEffects(options: LocalEffectsOptions): LoopEffects {
           yield { type: "step", index: step, finishReason: turn.finishReason, usage: turn.usage };
           return turn;
         },
-        async toolCall(call, _turn, emit) {
+        async toolCall(call, _turn, emit, signals) {
           const tool = tools.find((t) => t.name === call.name);
+          const refused = approvalGate(tool, call, signals);
+          if (refused) return refused;
           if (tool?.rateLimit !== undefined)
             await limiterFor(options.rateLimiter, tool.rateLimit, `tool ${tool.name}`).acquire(tool.rateLimit, { requests: 1 }, signal);
           const span = tracer().startSpan("flotilla.tool", { attributes: { "flotilla.tool": call.name, "flotilla.tool_call_id": call.toolCallId } });
           try {
             const out = await context.with(trace.setSpan(context.active(), span), () =>
-              runToolCall(tool, call, { signal, taskId: options.taskId, attempt: options.attempt, onProgress: emit }),
+              runToolCall(tool, call, { signal, taskId: options.taskId, attempt: options.attempt, onProgress: emit, signals }),
             );
             endSpan(span, out.isError ? { name: "ToolError", message: String(out.result) } : undefined);
             return out;

@@ -3,13 +3,24 @@
 // the loop decides — turns up to maxSteps, tool calls in parallel, results in call order, one
 // handoff per turn, a swarm's handoff and pipeline modes — exists only here.
 // Temporal's workflow sandbox imports this module: no I/O, no Node built-ins, no side effects.
-import { type AgentSpec, DEFAULTS, type Message, type RunnableSpec, type SwarmSpec, type TokenUsage, ValidationError } from "@flotilla/core";
+import {
+  type AgentSpec,
+  DEFAULTS,
+  type Message,
+  type RunnableSpec,
+  type SwarmSpec,
+  type TokenUsage,
+  ValidationError,
+  WaitForSignal,
+  type WaitOptions,
+} from "@flotilla/core";
 import type { AgentEvent } from "@flotilla/events";
 import {
   assistantMessage,
   HANDOFF_TOOL,
   handoffResult,
   handoffTarget,
+  type SignalOutcome,
   type ToolCall,
   type ToolOutput,
   type ToolResult,
@@ -45,9 +56,11 @@ export interface AgentEffects {
   /**
    * One call of a tool (never the handoff tool, which the loop answers itself). Calls of a turn run
    * at once; the events a call hands `emit` while it runs (its progress) join the run's stream as
-   * they come, before the turn's results.
+   * they come, before the turn's results. A call that must wait for a signal throws WaitForSignal:
+   * the run stops (see Suspension) and this call runs again when it resumes, given `signals`: how
+   * the waits it made so far ended, by signal name.
    */
-  toolCall(call: ToolCall, turn: TurnContext, emit: (event: AgentEvent) => void): Promise<ToolOutput>;
+  toolCall(call: ToolCall, turn: TurnContext, emit: (event: AgentEvent) => void, signals?: Readonly<Record<string, SignalOutcome>>): Promise<ToolOutput>;
 }
 
 /** Control passes to another agent: a handoff, or a pipeline's next agent. */
@@ -73,6 +86,8 @@ export interface LoopEffects {
 export interface LoopOptions {
   /** Model turns at most per agent. @default agent.options.maxSteps ?? DEFAULTS.maxSteps */
   maxSteps?: number | undefined;
+  /** Carry on a run that stopped to wait for a signal, from where it stopped (its `messages` replace the loop's). */
+  resume?: SuspendedRun | undefined;
   /**
    * Answer a call of a tool the agent does not list as an error, without running it. Only the
    * Temporal workflow turns this off, when it replays a history recorded before the rule existed.
@@ -90,12 +105,60 @@ export interface LoopResult {
   usage: TokenUsage;
 }
 
+/** A tool call that waits for a signal. */
+export interface PendingWait {
+  toolCallId: string;
+  tool: string;
+  signal: string;
+  kind: "approval" | "signal";
+  options: WaitOptions;
+}
+
+/**
+ * Where a run stopped to wait for a signal (plain JSON): everything needed to carry on from there on
+ * any worker, without running the model's earlier turns again. The turn whose tool calls were
+ * running resumes: its finished calls keep their results, the waiting ones run again with the
+ * signals they had.
+ */
+export interface SuspendedRun {
+  /** The conversation so far, ending with the assistant message whose tool calls were running. */
+  messages: Message[];
+  /** The agent whose turn it was. */
+  agent: string;
+  /** A swarm's handoffs so far, or a pipeline's position (0 for one agent). */
+  at: number;
+  /** Turns that agent took, counting the one that stopped. */
+  agentSteps: number;
+  steps: number;
+  usage: TokenUsage;
+  /** The turn's calls that finished, by call id. */
+  results: Record<string, ToolOutput>;
+  /** How the waits of its waiting calls ended so far: by call id, then signal name. */
+  signals: Record<string, Record<string, SignalOutcome>>;
+  /** Its waiting calls, in call order: the first is the signal the task waits for. */
+  waits: PendingWait[];
+}
+
+/** Thrown by runLoop when a tool call must wait for a signal: the run stopped at `run`. */
+export class Suspension extends Error {
+  readonly run: SuspendedRun;
+  constructor(run: SuspendedRun) {
+    super(`waiting for signal "${run.waits[0]?.signal}"`);
+    this.name = "Suspension";
+    this.run = run;
+  }
+}
+
 interface State {
   effects: LoopEffects;
   options: LoopOptions;
   messages: Message[];
   steps: number;
   usage: TokenUsage;
+  /** The position runSwarm gives the agent now running (see SuspendedRun.at). */
+  at: number;
+  /** Set until the resumed turn has been taken up. */
+  resume: SuspendedRun | undefined;
 }
 
 interface Outcome {
@@ -118,7 +181,10 @@ export async function* runLoop(
   effects: LoopEffects,
   options: LoopOptions = {},
 ): AsyncGenerator<AgentEvent, LoopResult, undefined> {
-  const state: State = { effects, options, messages: [...messages], steps: 0, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 } };
+  const { resume } = options;
+  const state: State = resume
+    ? { effects, options, messages: [...resume.messages], steps: resume.steps, usage: resume.usage, at: resume.at, resume }
+    : { effects, options, messages: [...messages], steps: 0, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, at: 0, resume };
   const { text, agent } = spec.kind === "swarm" ? yield* runSwarm(spec, state) : { text: (yield* runAgent(spec, state, [])).text, agent: spec };
   return { text, agent, steps: state.steps, usage: state.usage };
 }
@@ -140,30 +206,58 @@ async function* runAgent(agent: AgentSpec, state: State, handoffTargets: readonl
   const own = await effects.enter(agent, handoffTargets);
   const maxSteps = maxStepsOf(agent, state.options.maxSteps);
   let text = "";
-  for (let i = 0; i < maxSteps; i++) {
-    const turnContext: TurnContext = { agent, step: state.steps, handoffTargets };
-    const turn = yield* perform(own.modelTurn(state.messages, turnContext));
-    state.steps++;
-    state.usage = addUsage(state.usage, turn.usage);
-    text = turn.text;
-    const answer = assistantMessage(turn, agent.name, handoffTargets.length > 0);
-    state.messages.push(answer);
-    if (effects.answered) yield* perform(effects.answered(answer, turnContext));
-    if (turn.toolCalls.length === 0) break;
-    const handoff = turn.toolCalls.find((c) => c.name === HANDOFF_TOOL);
+  let resumed = state.resume;
+  state.resume = undefined;
+  for (let i = resumed ? resumed.agentSteps - 1 : 0; i < maxSteps; i++) {
+    let turnContext: TurnContext;
+    let toolCalls: readonly ToolCall[];
+    let finished: Readonly<Record<string, ToolOutput>> = {};
+    let signals: Readonly<Record<string, Record<string, SignalOutcome>>> = {};
+    if (resumed) {
+      // The turn that stopped: its answer is the conversation's last message, its model not asked again.
+      const last = state.messages.at(-1);
+      toolCalls = last?.role === "assistant" ? (last.toolCalls ?? []) : [];
+      text = last?.role === "assistant" ? last.content : "";
+      turnContext = { agent, step: state.steps - 1, handoffTargets };
+      finished = resumed.results;
+      signals = resumed.signals;
+      resumed = undefined;
+    } else {
+      turnContext = { agent, step: state.steps, handoffTargets };
+      const turn = yield* perform(own.modelTurn(state.messages, turnContext));
+      state.steps++;
+      state.usage = addUsage(state.usage, turn.usage);
+      text = turn.text;
+      const answer = assistantMessage(turn, agent.name, handoffTargets.length > 0);
+      state.messages.push(answer);
+      if (effects.answered) yield* perform(effects.answered(answer, turnContext));
+      toolCalls = turn.toolCalls;
+    }
+    if (toolCalls.length === 0) break;
+    const handoff = toolCalls.find((c) => c.name === HANDOFF_TOOL);
+    const waits: PendingWait[] = [];
     // Every call starts before any is awaited: in the workflow, their activities are scheduled in call order.
-    const results = yield* streamWhile((emit) =>
+    const outputs = yield* streamWhile((emit) =>
       Promise.all(
-        turn.toolCalls.map(async (call): Promise<ToolResult> => {
+        toolCalls.map(async (call): Promise<ToolResult | undefined> => {
+          if (Object.hasOwn(finished, call.toolCallId)) return { call, ...finished[call.toolCallId]! };
           if (call.name === HANDOFF_TOOL) return { call, ...handoffResult(call, handoffTargets, call === handoff) };
           // Only the agent's own tools run, whatever else the worker registers (and in Temporal mode,
           // whatever the activity worker could run): a model asking for another is told so.
           if (state.options.ownToolsOnly !== false && !agent.tools.includes(call.name)) return { call, ...unknownToolResult(call.name) };
-          const { result, isError } = await own.toolCall(call, turnContext, emit);
-          return { call, result, isError };
+          try {
+            const { result, isError } = await own.toolCall(call, turnContext, emit, signals[call.toolCallId]);
+            return { call, result, isError };
+          } catch (err) {
+            if (!(err instanceof WaitForSignal)) throw err;
+            waits.push({ toolCallId: call.toolCallId, tool: call.name, signal: err.signal, kind: err.kind, options: err.options });
+            return undefined;
+          }
         }),
       ),
     );
+    if (waits.length > 0) throw suspension(state, agent, i, toolCalls, outputs, signals, waits);
+    const results = outputs as ToolResult[];
     yield* perform(effects.toolResults(results, turnContext));
     state.messages.push(...results.map(toolMessage));
     if (handoff && results.some((r) => r.call === handoff && !r.isError)) return { text, handoff: handoffTarget(handoff) };
@@ -171,29 +265,62 @@ async function* runAgent(agent: AgentSpec, state: State, handoffTargets: readonl
   return { text };
 }
 
+/** The run stops at turn `i` of `agent`: its finished calls' results and its waiting calls' signals are kept. */
+function suspension(
+  state: State,
+  agent: AgentSpec,
+  i: number,
+  calls: readonly ToolCall[],
+  outputs: readonly (ToolResult | undefined)[],
+  signals: Readonly<Record<string, Record<string, SignalOutcome>>>,
+  waits: PendingWait[],
+): Suspension {
+  const results: Record<string, ToolOutput> = {};
+  for (const r of outputs) if (r) results[r.call.toolCallId] = { result: r.result, isError: r.isError };
+  const order = new Map(calls.map((c, n) => [c.toolCallId, n]));
+  waits.sort((a, b) => order.get(a.toolCallId)! - order.get(b.toolCallId)!);
+  const kept: Record<string, Record<string, SignalOutcome>> = {};
+  for (const w of waits) if (signals[w.toolCallId]) kept[w.toolCallId] = signals[w.toolCallId]!;
+  return new Suspension({
+    messages: state.messages,
+    agent: agent.name,
+    at: state.at,
+    agentSteps: i + 1,
+    steps: state.steps,
+    usage: state.usage,
+    results,
+    signals: kept,
+    waits,
+  });
+}
+
 async function* runSwarm(swarm: SwarmSpec, state: State): AsyncGenerator<AgentEvent, { text: string; agent: AgentSpec }, undefined> {
+  const resume = state.resume;
   if (swarm.mode === "pipeline") {
     let text = "";
     let last = swarm.agents[0]!;
     for (const [i, agent] of swarm.agents.entries()) {
-      if (i > 0) {
+      if (resume && i < resume.at) continue;
+      if (i > 0 && !(resume && i === resume.at)) {
         // The next agent is given the previous one's answer as its input.
         const message: Message = { role: "user", content: text };
         yield* perform(state.effects.handoff({ from: last.name, to: agent.name, reason: "pipeline", message }, state.steps));
         state.messages.push(message);
       }
+      state.at = i;
       text = (yield* runAgent(agent, state, [])).text;
       last = agent;
     }
     return { text, agent: last };
   }
   const byName = new Map(swarm.agents.map((a) => [a.name, a]));
-  const entry = swarm.entry ?? swarm.agents[0]?.name ?? "";
+  const entry = resume?.agent ?? swarm.entry ?? swarm.agents[0]?.name ?? "";
   let current = byName.get(entry);
   if (!current) throw ValidationError.of("swarm", "entry", `no agent "${entry}" in swarm "${swarm.name}"`);
-  for (let handoffs = 0; ; handoffs++) {
+  for (let handoffs = resume?.at ?? 0; ; handoffs++) {
     const agent: AgentSpec = current;
     const others = handoffs < swarm.maxHandoffs ? swarm.agents.filter((a) => a !== agent).map((a) => a.name) : [];
+    state.at = handoffs;
     const outcome = yield* runAgent(agent, state, others);
     if (!outcome.handoff) return { text: outcome.text, agent };
     yield* perform(state.effects.handoff({ from: agent.name, ...outcome.handoff }, state.steps));

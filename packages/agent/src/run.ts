@@ -1,10 +1,11 @@
-import type { JsonValue, Message, RateLimiter, RunnableSpec } from "@flotilla/core";
+import type { JsonValue, Message, RateLimiter, Resumption, RunnableSpec } from "@flotilla/core";
 import type { AgentEvent, Usage } from "@flotilla/events";
 import { localEffects } from "./local-effects.ts";
-import { type LoopResult, runLoop } from "./loop.ts";
+import { type LoopResult, runLoop, Suspension } from "./loop.ts";
 import { type LanguageModel, ModelResolver, type ModelResolverOptions } from "./model.ts";
 import { parseOutput } from "./output.ts";
 import { inputMessage } from "./steps.ts";
+import { resumePoint, suspended } from "./suspend.ts";
 import type { ToolRegistry } from "./tool.ts";
 
 export interface RunOptions {
@@ -27,6 +28,12 @@ export interface RunOptions {
   onMessage?: (message: Message) => void | Promise<void>;
   /** Fleet-wide rate limits that agents (`rateLimit`) and tools draw from. @default none: an agent or tool that names one fails UNKNOWN_RATE_LIMIT */
   rateLimiter?: RateLimiter;
+  /**
+   * Carry on a run that stopped to wait for a signal (it threw TaskSuspended): the state it saved and
+   * the signal that came (none: the wait timed out). `input` and `history` are then not used: the
+   * saved conversation holds them.
+   */
+  resume?: Resumption;
 }
 
 export interface RunResult {
@@ -45,7 +52,9 @@ const specOf = (runnable: RunnableSpec | { toJSON(): RunnableSpec }): RunnableSp
 
 /**
  * Runs an agent or a swarm: model turn, then the tools it asked for (in parallel), then the model
- * again, up to `maxSteps` turns per agent. Yields events as they happen; returns the final answer
+ * again, up to `maxSteps` turns per agent. A tool call that waits for a signal (its tool needs
+ * approval, or calls `waitForSignal`) stops the run with a TaskSuspended error carrying its state;
+ * `options.resume` carries it on. Yields events as they happen; returns the final answer
  * and usage. Tool errors go back to the model as error results, but an UnrecoverableError fails the
  * run (and aborts the turn's other tool calls); an unknown model or tool fails the run; an answer
  * that misses the agent's output schema is an OUTPUT_INVALID error. A tool's progress events are
@@ -69,12 +78,18 @@ async function* stream(
     onMessage: options.onMessage,
     rateLimiter: options.rateLimiter,
   });
-  const user = inputMessage(input);
-  await options.onMessage?.(user);
+  const resume = options.resume && resumePoint(options.resume);
+  let messages: Message[] = [];
+  if (!resume) {
+    const user = inputMessage(input);
+    await options.onMessage?.(user);
+    messages = [...(options.history ?? []), user];
+  }
   let loop: LoopResult;
   try {
-    loop = yield* runLoop(spec, [...(options.history ?? []), user], effects, { maxSteps: options.maxSteps });
+    loop = yield* runLoop(spec, messages, effects, { maxSteps: options.maxSteps, resume });
   } catch (err) {
+    if (err instanceof Suspension) throw suspended(err.run);
     failed.abort(err);
     throw err;
   }

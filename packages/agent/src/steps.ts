@@ -20,6 +20,9 @@ export interface ToolOutput {
   isError: boolean;
 }
 
+/** How a wait of a tool call ended, once its task resumed: the signal's payload, or that it timed out. */
+export type SignalOutcome = { payload: JsonValue } | { timedOut: true };
+
 /** A tool call with its output, as a turn's results are reported (in call order). */
 export interface ToolResult extends ToolOutput {
   call: ToolCall;

@@ -2,11 +2,19 @@ import { type CancelOutcome, requestCancel } from "@flotilla/cancel";
 import {
   type AgentResult,
   ConnectionError,
+  checkJsonDepth,
+  DEFAULTS,
   isTerminal,
+  type JsonValue,
+  JsonValueSchema,
+  NotWaitingError,
+  parseInput,
+  SignalNameSchema,
   splitTaskId,
   TaskCancelledError,
   TaskFailedError,
   TaskNotFoundError,
+  ValidationError,
   WaitTimeoutError,
 } from "@flotilla/core";
 import { withRedis } from "@flotilla/core/redis";
@@ -138,6 +146,34 @@ export class TaskHandle<R = AgentResult> {
     const outcome = await withRedis(this.ctx.redis, () => requestCancel(this.ctx.redis, this.ctx.keys, this.ctx.retention, this.taskId, reason));
     if (outcome.outcome === "missing") throw new TaskNotFoundError(this.taskId);
     return outcome;
+  }
+
+  /**
+   * Sends signal `name` with `payload` (JSON) to the task, from any process: a task WAITING for it
+   * (a tool's `waitForSignal(name)`, or a tool that needs approval) goes back to its queue and
+   * resumes on any worker, from where it stopped. Taken once: a second send, or a signal it does not
+   * wait for, throws NotWaitingError (code NOT_WAITING). TaskNotFoundError when there is no such task.
+   */
+  async signal(name: string, payload: JsonValue = null): Promise<void> {
+    const signal = parseInput(SignalNameSchema, name, "signal name");
+    checkJsonDepth(payload, DEFAULTS.maxJsonDepth, "signal payload");
+    const json = JSON.stringify(parseInput(JsonValueSchema, payload, "signal payload"));
+    if (Buffer.byteLength(json) > DEFAULTS.maxPayloadBytes) {
+      throw ValidationError.of("signal payload", "payload", `is ${Buffer.byteLength(json)} bytes; at most ${DEFAULTS.maxPayloadBytes}`);
+    }
+    const reply = await withRedis(this.ctx.redis, () => this.ctx.store.signal(this.taskId, signal, json));
+    if (reply.outcome === "missing") throw new TaskNotFoundError(this.taskId);
+    if (reply.outcome === "not-waiting") throw new NotWaitingError(this.taskId, signal, reply.status, reply.waitingFor);
+  }
+
+  /** Approves the tool call the task waits on (a tool with `approval`): it runs. `signal`: the tool's approval signal. */
+  approve(reason?: string, signal = "approval"): Promise<void> {
+    return this.signal(signal, { approved: true, ...(reason !== undefined && { reason }) });
+  }
+
+  /** Rejects the tool call the task waits on: it does not run, and the model is told `reason` and decides what to do. */
+  reject(reason?: string, signal = "approval"): Promise<void> {
+    return this.signal(signal, { approved: false, ...(reason !== undefined && { reason }) });
   }
 }
 

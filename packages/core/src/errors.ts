@@ -82,6 +82,10 @@ export const ErrorCodes = {
   WEBHOOK_FAILED: "WEBHOOK_FAILED",
   /** A bus subscription that does not exist on the topic. */
   SUBSCRIPTION_NOT_FOUND: "SUBSCRIPTION_NOT_FOUND",
+  /** A task waited for a signal (an approval) longer than its `timeoutMs`, and its wait says `onTimeout: "fail"`. */
+  SIGNAL_TIMEOUT: "SIGNAL_TIMEOUT",
+  /** A signal sent to a task that is not WAITING for a signal of that name (it never asked, was already resumed, or ended). */
+  NOT_WAITING: "NOT_WAITING",
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
@@ -166,6 +170,20 @@ export class TaskNotFoundError extends FlotillaError {
   constructor(taskId: string) {
     super(ErrorCodes.TASK_NOT_FOUND, `no task with id "${taskId}" (never submitted, or expired)`);
     this.taskId = taskId;
+  }
+}
+
+/** A signal sent to a task that does not wait for it; `waitingFor` is the signal it waits for, if any. */
+export class NotWaitingError extends FlotillaError {
+  readonly taskId: string;
+  readonly status: string | undefined;
+  readonly waitingFor: string | undefined;
+  constructor(taskId: string, signal: string, status: string | undefined, waitingFor: string | undefined) {
+    const why = waitingFor ? `it waits for signal "${waitingFor}"` : `it is ${status ?? "not waiting"}, not WAITING`;
+    super(ErrorCodes.NOT_WAITING, `task ${taskId} does not wait for signal "${signal}": ${why}`, { details: { status, waitingFor } });
+    this.taskId = taskId;
+    this.status = status;
+    this.waitingFor = waitingFor;
   }
 }
 
@@ -276,6 +294,7 @@ export const NON_RETRYABLE_CODES: readonly string[] = [
   ErrorCodes.INVALID_PAYLOAD,
   ErrorCodes.UNRECOVERABLE,
   ErrorCodes.OUTPUT_INVALID,
+  ErrorCodes.SIGNAL_TIMEOUT,
   ErrorCodes.UNKNOWN_MEMORY,
   ErrorCodes.CANCELLED,
   ErrorCodes.UNKNOWN_NODE_TYPE,

@@ -17,6 +17,7 @@ export {
   isRetryable,
   LifecycleError,
   NON_RETRYABLE_CODES,
+  NotWaitingError,
   RedisFullError,
   TaskCancelledError,
   type TaskError,
@@ -86,3 +87,19 @@ export {
   type TokenUsage,
   TokenUsageSchema,
 } from "./schemas.ts";
+export {
+  ApprovalSchema,
+  type OnTimeout,
+  OnTimeoutSchema,
+  type Resumption,
+  readApproval,
+  type SignalDelivery,
+  SignalDeliverySchema,
+  SignalNameSchema,
+  TaskSuspended,
+  WaitForSignal,
+  type WaitOptions,
+  WaitOptionsSchema,
+  type WaitRequest,
+  WaitRequestSchema,
+} from "./signals.ts";

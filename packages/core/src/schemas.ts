@@ -2,7 +2,7 @@ import { z } from "zod";
 import { exponentialDelay } from "./backoff.ts";
 import { CorruptRecordError, ValidationError, type ValidationIssue } from "./errors.ts";
 
-export const TaskStatusSchema = z.enum(["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "RETRYING"]);
+export const TaskStatusSchema = z.enum(["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "RETRYING", "WAITING"]);
 export type TaskStatus = z.infer<typeof TaskStatusSchema>;
 export const TERMINAL_STATUSES: ReadonlySet<TaskStatus> = new Set(["COMPLETED", "FAILED", "CANCELLED"]);
 export const isTerminal = (status: TaskStatus): boolean => TERMINAL_STATUSES.has(status);

@@ -1,4 +1,4 @@
-import { JsonValueSchema, TaskErrorSchema, TokenUsageSchema } from "@flotilla/core";
+import { JsonValueSchema, SignalNameSchema, TaskErrorSchema, TokenUsageSchema, WaitRequestSchema } from "@flotilla/core";
 import { z } from "zod";
 
 const base = {
@@ -16,7 +16,7 @@ const base = {
 export const UsageSchema = TokenUsageSchema;
 export type Usage = z.infer<typeof UsageSchema>;
 
-export const EventStatusSchema = z.enum(["pending", "running", "completed", "failed", "cancelled", "retrying"]);
+export const EventStatusSchema = z.enum(["pending", "running", "completed", "failed", "cancelled", "retrying", "waiting"]);
 export type EventStatus = z.infer<typeof EventStatusSchema>;
 
 export const StatusEventSchema = z.object({
@@ -28,6 +28,10 @@ export const StatusEventSchema = z.object({
   takenOverFrom: z.string().optional(),
   result: JsonValueSchema.optional(),
   error: TaskErrorSchema.optional(),
+  /** On a `waiting` event: the signal the task waits for, and for what (see `handle.signal`). */
+  waiting: WaitRequestSchema.optional(),
+  /** On the `pending` event of a WAITING task that a signal resumed: the signal's name. */
+  signal: SignalNameSchema.optional(),
 });
 export const TextEventSchema = z.object({ ...base, type: z.literal("text"), delta: z.string() });
 export const ToolCallEventSchema = z.object({

@@ -1,6 +1,6 @@
 #!lua flags=allow-oom
 --[[
-  Workers end attempts in batches: each outcome (COMPLETED, FAILED, CANCELLED or RETRYING) is
+  Workers end attempts in batches: each outcome (COMPLETED, FAILED, CANCELLED, RETRYING or WAITING) is
   written to its task record (fenced on its attempt) and its queue entry settled, all in one step:
   acknowledged, moved to the delayed set for a retry, or dead-lettered. The entries of a batch are
   acknowledged and deleted with one XACK and one XDEL per lane.
@@ -26,11 +26,12 @@
     ARGV[12] events until the end only (1: a finished task's stream is deleted)
     ARGV[13] keepCompleted: count (0: no limit); its age is recordTtlMs
     ARGV[14..15] keepFailed: count (0: no limit), ageMs (a FAILED record's time to live)
-    ARGV[16..] per outcome (11): lane, entryId, name, attempt, status, result, errorJson, retryIn,
-      release, deadReason, usage
+    ARGV[16..] per outcome (13): lane, entryId, name, attempt, status, result, errorJson, retryIn,
+      release, deadReason, usage, waiting, resume
       (entryId '' when there is no entry to settle; release 1: a RETRYING that hands the task back
       unfinished and uses up no retry; usage: JSON token totals of the attempt; retryIn: with RETRYING,
-      ms from now until the retry is due, on Redis's clock)
+      ms from now until the retry is due, with WAITING until the wait times out ('' never), on Redis's
+      clock; waiting, resume: with WAITING, JSON of the signal it waits for and of its run's saved state)
 
   Returns:
     { outcomes, started }: per outcome { 'ok', status, deadLettered (0|1) } or
@@ -41,7 +42,7 @@
 --- @include "recordOutcome"
 --- @include "startNewEntries"
 --- @include "finish"
-local WIDTH = 11
+local WIDTH = 13
 local group, consumer, now, taskBase, recordTtlMs, statusChannel, deadLetterMaxLen, claimCount, order, streamBase, eventTtlMs,
   untilEnd, completedCount, failedCount, failedAge = unpack(ARGV, 1, 15)
 local batch = newBatch({ KEYS[1], KEYS[2], KEYS[3] }, group, consumer, now, taskBase, recordTtlMs)
@@ -56,10 +57,11 @@ batch.deadLetters = KEYS[7]
 batch.deadLetterMaxLen = deadLetterMaxLen
 batch.settled = {}
 for i = 16, #ARGV, WIDTH do
-  local lane, entryId, name, attempt, status, result, errorJson, retryIn, release, deadReason, usage = unpack(ARGV, i, i + WIDTH - 1)
+  local lane, entryId, name, attempt, status, result, errorJson, retryIn, release, deadReason, usage, waiting,
+    resume = unpack(ARGV, i, i + WIDTH - 1)
   local retryAt = retryIn ~= '' and batch.now + (tonumber(retryIn) or 0) or ''
   recordOutcome(batch, tonumber(lane), entryId, name, attempt, status, result, errorJson, retryAt, release, deadReason,
-    usage)
+    usage, waiting, resume)
 end
 if tonumber(claimCount) > 0 then
   startNewEntries(batch, tonumber(claimCount), order, KEYS[8])

@@ -7,6 +7,7 @@ import {
   TaskIdSchema,
   TaskStatusSchema,
   TokenUsageSchema,
+  WaitRequestSchema,
 } from "@flotilla/core";
 import { z } from "zod";
 
@@ -36,7 +37,7 @@ export const RECORD_FIELDS = {
   concurrencyKey: "its concurrency key: at most concurrencyLimit of the queue's tasks with it run at once",
   concurrencyLimit: "how many tasks of its concurrency key may run at once",
   // Where it is (written by the start, settle, cancel and requeue scripts).
-  status: "PENDING | RUNNING | RETRYING | COMPLETED | FAILED | CANCELLED",
+  status: "PENDING | RUNNING | RETRYING | WAITING | COMPLETED | FAILED | CANCELLED",
   attempt: "the current attempt's number: every start adds one, and fences the attempts before it",
   workerId: "the worker running (or that last ran) it",
   entryId: "the queue entry the current attempt runs from",
@@ -54,6 +55,9 @@ export const RECORD_FIELDS = {
   cancelReason: "the cancel's reason",
   parked: "the lane it goes back to, while it waits for a slot of its concurrency key (no entry in any lane meanwhile)",
   parkedAt: "when it was first parked (ms): parked again, it keeps its place at the front of its key's waiting tasks",
+  waiting: "JSON of the signal a WAITING task waits for (see WaitRequestSchema); cleared when it resumes",
+  resume: "JSON of the state its run saved when it stopped to wait (read by the worker that resumes it; cleared when it ends)",
+  signal: "JSON `{ name, payload, at }` of the signal that resumed it (cleared when it ends or waits again)",
   // Its events (written by the status-event and event-log includes).
   seq: "the number of its last event: every event gets the next, so a task's events have no gap",
   log: "its status events, comma-joined JSON (it has an event stream only for its other events)",
@@ -113,6 +117,8 @@ export const TaskRecordSchema = z.object({
     .enum(["1", "2", "3"])
     .optional()
     .transform((lane) => (lane === undefined ? undefined : true)),
+  /** While WAITING: the signal it waits for, for which tool call, until when (see `handle.signal`). */
+  waiting: jsonText.pipe(WaitRequestSchema).optional(),
 });
 /** The public view of a task: `handle.status()` and `client.listTasks()` return these. */
 export type TaskResult = z.infer<typeof TaskRecordSchema>;

@@ -10,6 +10,7 @@ import {
   TaskStatusSchema,
   type TokenUsage,
   taskIdOf,
+  type WaitRequest,
 } from "@flotilla/core";
 import { decodeRow, RUN_REPLY_FIELDS } from "./script-fields.ts";
 
@@ -31,6 +32,10 @@ export interface RunnableTask {
   waitedMs: number;
   /** The submit's trace context (JSON), if it was traced. */
   trace: string | undefined;
+  /** JSON of the state its run saved when it stopped to wait for a signal: this attempt resumes it. */
+  resume: string | undefined;
+  /** JSON of the signal that resumed it (none with `resume`: the wait timed out). */
+  signal: string | undefined;
 }
 
 interface EntryRef {
@@ -52,12 +57,16 @@ export type StartReply = EntryRef &
 
 export interface FinishInput {
   attempt: number;
-  status: "COMPLETED" | "FAILED" | "CANCELLED" | "RETRYING";
+  status: "COMPLETED" | "FAILED" | "CANCELLED" | "RETRYING" | "WAITING";
   agent: string;
   result?: unknown;
   error?: TaskError | undefined;
-  /** With RETRYING: when the next attempt is due. */
+  /** With RETRYING: when the next attempt is due. With WAITING: when the wait times out (none: it waits as long as it takes). */
   retryAt?: number | undefined;
+  /** With WAITING: the signal it waits for (shown on its record and its `waiting` event). */
+  waiting?: WaitRequest | undefined;
+  /** With WAITING: the run's saved state (JSON), given back to the attempt that resumes it. */
+  resume?: unknown;
   /** With RETRYING: the task is handed back unfinished (worker shutdown) and uses up no retry. */
   release?: boolean | undefined;
   /** The attempt's token totals, kept on the record. */
@@ -109,6 +118,8 @@ function parseRun(queue: string, r: readonly unknown[]): StartReply {
     backoff: parseBackoff(f.backoff),
     waitedMs: Number(f.waitedMs || 0),
     trace: f.trace || undefined,
+    resume: f.resume || undefined,
+    signal: f.signal || undefined,
   };
 }
 

@@ -40,6 +40,8 @@ export const SETTLE_OUTCOME_FIELDS = [
   "release",
   "deadReason",
   "usage",
+  "waiting",
+  "resume",
 ] as const;
 
 /** includes/startEntry.lua: a `run` reply after its leading 'run'. */
@@ -58,6 +60,8 @@ export const RUN_REPLY_FIELDS = [
   "backoff",
   "waitedMs",
   "trace",
+  "resume",
+  "signal",
 ] as const;
 
 export type Row<F extends readonly string[]> = { readonly [K in F[number]]: string | number };

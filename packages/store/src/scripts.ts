@@ -10,4 +10,5 @@ export const scripts = {
   requeue: new LuaScript(lua.requeue),
   publish: new LuaScript(lua.publish),
   failCorrupt: new LuaScript(lua.failCorrupt),
+  signal: new LuaScript(lua.signal),
 } as const;

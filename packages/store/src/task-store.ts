@@ -257,6 +257,8 @@ export class TaskStore {
           release: o.release ? 1 : 0,
           deadReason: o.deadReason ?? "",
           usage: o.usage ? JSON.stringify(o.usage) : "",
+          waiting: o.waiting ? JSON.stringify(o.waiting) : "",
+          resume: o.resume === undefined ? "" : JSON.stringify(o.resume),
         },
         args,
       );
@@ -330,6 +332,27 @@ export class TaskStore {
       [letter.id, name, CONSUMER_GROUP],
     )) as string[];
     return { outcome: reply[0] as "ok", status: optStatus(reply[1]) };
+  }
+
+  /**
+   * Sends signal `name` to a WAITING task (see `waitForSignal`): kept on its record, the task goes
+   * back to its lane to be resumed by any worker. `payload`: JSON text, checked by the caller.
+   * `not-waiting`: it does not wait for this signal (`waitingFor`: the one it waits for, if any).
+   */
+  async signal(
+    taskId: string,
+    name: string,
+    payload: string,
+    now?: number,
+  ): Promise<{ outcome: "ok" | "missing" | "not-waiting"; status: TaskStatus | undefined; waitingFor: string | undefined }> {
+    const k = this.keys;
+    const { queue } = splitTaskId(taskId);
+    const reply = (await scripts.signal.run(
+      this.redis,
+      [k.task(taskId), ...laneKeys(k, queue), ...delayedKeys(k, queue)],
+      [name, payload, now ?? "", CONSUMER_GROUP, k.statusChannel(queue)],
+    )) as string[];
+    return { outcome: reply[0] as "ok", status: optStatus(reply[1]), waitingFor: reply[2] || undefined };
   }
 
   /** Notes a queue in the registry that listing across queues reads. */

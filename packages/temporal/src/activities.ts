@@ -1,5 +1,5 @@
 import { type LanguageModel, ModelResolver, type ModelResolverOptions, type ToolRegistry } from "@flotilla/agent";
-import { lookupTool, modelTurn, parseOutput, resolveTools, runToolCall, toolDefinitions } from "@flotilla/agent/effects";
+import { approvalGate, lookupTool, modelTurn, parseOutput, resolveTools, runToolCall, toolDefinitions } from "@flotilla/agent/effects";
 import { assistantMessage, inputMessage, toolMessage } from "@flotilla/agent/steps";
 import {
   type AgentSpec,
@@ -11,6 +11,7 @@ import {
   resolveRetention,
   type TokenUsage,
   toTaskError,
+  WaitForSignal,
 } from "@flotilla/core";
 import { closeRedis, type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core/redis";
 import { type AgentEvent, EventPublisher } from "@flotilla/events";
@@ -21,7 +22,17 @@ import { ApplicationFailure } from "@temporalio/common";
 import { abortReasonOf } from "./abort-reason.ts";
 import type { FailureDetails } from "./failure-details.ts";
 import { fenceActivity } from "./fence-activity.ts";
-import type { AgentWorkflowInput, EmitInput, RunResultJson, ToolInput, ToolOutput, TurnInput, TurnOutput } from "./types.ts";
+import {
+  type AgentWorkflowInput,
+  type EmitInput,
+  type RunResultJson,
+  type ToolInput,
+  type ToolOutput,
+  type TurnInput,
+  type TurnOutput,
+  WAIT_FAILURE,
+  type WaitDetails,
+} from "./types.ts";
 
 export interface ActivityOptions extends ModelResolverOptions {
   /** Redis the fleet uses (URL, options or an ioredis instance, which stays yours to close). @default "redis://127.0.0.1:6379" */
@@ -188,7 +199,9 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
     /**
      * One tool call, with the activity's cancellation as its signal, its progress events published
      * live (scoped to the call, so a retry repeats none); a tool's error is a result for the model,
-     * but an UnrecoverableError fails the activity for good, and with it the workflow.
+     * but an UnrecoverableError fails the activity for good, and with it the workflow. A call that
+     * must wait for a signal (its tool needs approval, or calls waitForSignal) fails with type
+     * WAIT_FAILURE: the workflow waits for the signal and calls it again with `signals`.
      */
     async toolCall(args: ToolInput): Promise<ToolOutput> {
       return activity(args.taskId, async (signal) => {
@@ -201,13 +214,20 @@ function activitiesOf(options: ActivityOptions, redis: () => OwnedRedis["redis"]
           scope: `p${args.step}:${args.call.toolCallId}`,
         });
         try {
+          const refused = approvalGate(tool, args.call, args.signals);
+          if (refused) return refused;
           const { result, isError } = await runToolCall(tool, args.call, {
             signal,
             taskId: args.taskId,
             attempt: stamp.attempt,
             onProgress: (e) => progress.emit(e),
+            signals: args.signals,
           });
           return { result, isError };
+        } catch (err) {
+          if (!(err instanceof WaitForSignal)) throw err;
+          const details: WaitDetails = { signal: err.signal, kind: err.kind, options: err.options };
+          throw ApplicationFailure.create({ type: WAIT_FAILURE, message: err.message, nonRetryable: true, details: [details] });
         } finally {
           // Progress that could not be published must not fail (and so repeat) the tool call itself.
           await progress.flush().catch(() => {});

@@ -6,9 +6,12 @@ import {
   type JsonValue,
   type Logger,
   parseInput,
+  type Resumption,
   silentLogger,
   sleep,
+  TaskSuspended,
   type TokenUsage,
+  type WaitRequest,
 } from "@flotilla/core";
 import { MemoryRefSchema } from "@flotilla/memory";
 import type { ExecutionContext, Executor } from "@flotilla/worker";
@@ -25,7 +28,7 @@ import {
 } from "@temporalio/client";
 import { ApplicationFailure, CancelledFailure, TimeoutFailure } from "@temporalio/common";
 import { FailureDetailsSchema } from "./failure-details.ts";
-import type { ActivitySettings, RunResultJson } from "./types.ts";
+import { type ActivitySettings, NEXT_WAIT, type RunResultJson, SIGNAL, type SignalMessage } from "./types.ts";
 import type { flotillaAgent } from "./workflow.ts";
 
 export interface TemporalExecutorOptions {
@@ -71,6 +74,20 @@ function failureUsage(err: unknown): TokenUsage | undefined {
     }
   }
   return undefined;
+}
+
+/** What a Temporal-mode task keeps while it waits: the signal its workflow waits for, and the attempt that saw it wait. */
+interface WaitState {
+  signal: string;
+  attempt: number;
+}
+
+/** The workflow signal that carries on a resumed task: the Flotilla signal that came, or that its wait timed out. */
+function signalMessage(resume: Resumption): SignalMessage {
+  const state = resume.state as Partial<WaitState> | null;
+  if (resume.signal) return { id: `${resume.signal.name}@${resume.signal.at}`, name: resume.signal.name, payload: resume.signal.payload };
+  if (typeof state?.signal !== "string") throw new FlotillaError(ErrorCodes.CORRUPT_RECORD, "corrupt saved state: no signal named", { retryable: false });
+  return { id: `${state.signal}@timeout:${state.attempt}`, name: state.signal, timedOut: true };
 }
 
 /** A failure of a call to Temporal that may pass if made again: the server unreachable or overloaded. */
@@ -153,16 +170,38 @@ export function temporalExecutor(options: TemporalExecutorOptions = {}): Executo
       };
       if (ctx.signal.aborted) onAbort();
       else ctx.signal.addEventListener("abort", onAbort, { once: true });
+      // Let go of the long polls (the result, the next wait) when the attempt ends either way.
+      const polls = new AbortController();
       try {
-        const result = (await handle.result()) as RunResultJson;
-        ctx.reportUsage(result.usage as TokenUsage);
-        return result as JsonValue;
+        if (ctx.resume) await handle.signal(SIGNAL, signalMessage(ctx.resume));
+        // The workflow answers NEXT_WAIT once a tool call waits for a signal: then the task waits in
+        // Flotilla (WAITING, no worker held) and the signal that resumes it is forwarded here.
+        const waiting = temporal.withAbortSignal(polls.signal, () => handle.executeUpdate<WaitRequest, []>(NEXT_WAIT));
+        const finished = temporal.withAbortSignal(polls.signal, () => handle.result());
+        const outcome = await Promise.race([
+          finished.then((result) => ({ result: result as RunResultJson })),
+          // A run that ends without waiting fails the update: the result decides then.
+          waiting.then(
+            (request) => ({ request }),
+            () => finished.then((result) => ({ result: result as RunResultJson })),
+          ),
+        ]);
+        if ("request" in outcome) {
+          finished.catch(() => {});
+          const state: WaitState = { signal: outcome.request.name, attempt: ctx.attempt };
+          throw new TaskSuspended(outcome.request, state as unknown as JsonValue);
+        }
+        waiting.catch(() => {});
+        ctx.reportUsage(outcome.result.usage as TokenUsage);
+        return outcome.result as JsonValue;
       } catch (err) {
+        if (err instanceof TaskSuspended) throw err;
         // A run that failed after its usage was counted (its answer missed the output schema) records it, as in Redis mode.
         const usage = failureUsage(err);
         if (usage) ctx.reportUsage(usage);
         throw toFlotillaError(err, ctx.signal);
       } finally {
+        polls.abort();
         ctx.signal.removeEventListener("abort", onAbort);
       }
     },

@@ -1,6 +1,6 @@
 // Plain data shared by the workflow (which runs in Temporal's sandbox and may import nothing with
 // side effects) and the activities. Type-only imports: erased from the workflow bundle.
-import type { AgentSpec, Backoff, JsonValue, Message, RunnableSpec, TokenUsage } from "@flotilla/core";
+import type { AgentSpec, Backoff, JsonValue, Message, RunnableSpec, TokenUsage, WaitOptions } from "@flotilla/core";
 
 /** What a task's workflow is started with. Its workflow id is the task id. */
 export interface AgentWorkflowInput {
@@ -69,7 +69,30 @@ export interface ToolInput {
   step: number;
   call: ToolCallJson;
   memory?: AgentWorkflowInput["memory"];
+  /** How the call's waits for signals ended so far, by signal name (absent until it has waited). */
+  signals?: Record<string, { payload: JsonValue } | { timedOut: true }>;
 }
+
+/** The failure type of a toolCall activity whose call must wait for a signal; its details hold a WaitDetails. */
+export const WAIT_FAILURE = "FLOTILLA_WAIT";
+
+/** What a toolCall activity that must wait tells the workflow. */
+export interface WaitDetails {
+  signal: string;
+  kind: "approval" | "signal";
+  options: WaitOptions;
+}
+
+/**
+ * The workflow signal a Flotilla signal becomes, sent by the executor that resumes the task; `id`
+ * tells a resend (a resumed attempt that ran again) from a new signal of the same name.
+ */
+export type SignalMessage = { id: string; name: string; payload: JsonValue } | { id: string; name: string; timedOut: true };
+
+/** The workflow's signal that carries a SignalMessage. */
+export const SIGNAL = "flotilla.signal";
+/** The workflow's update that answers, once the run waits for a signal, what it waits for (a WaitRequest). */
+export const NEXT_WAIT = "flotilla.nextWait";
 
 export interface ToolOutput {
   result: JsonValue;

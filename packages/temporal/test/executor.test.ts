@@ -20,8 +20,10 @@ function fakeClient(outcomes: Array<Error | undefined>) {
     if (outcome) throw outcome;
     cancelled();
   });
-  const handle = { workflowId: "q/t1", cancel, result: () => finished };
-  return { client: { workflow: { start: async () => handle } } as unknown as Client, cancel, cancelled: () => cancelled() };
+  // A run that never waits for a signal: the next-wait update is never answered.
+  const handle = { workflowId: "q/t1", cancel, result: () => finished, executeUpdate: () => new Promise(() => {}) };
+  const client = { workflow: { start: async () => handle }, withAbortSignal: (_: AbortSignal, fn: () => unknown) => fn() };
+  return { client: client as unknown as Client, cancel, cancelled: () => cancelled() };
 }
 
 const logger = (): { [K in keyof Logger]: Mock<Logger[K]> } => ({

@@ -24,7 +24,7 @@ import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker as ReplayWo
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTemporalWorker, type TemporalWorker, temporalExecutor, webpackConfigHook, workflowsPath } from "../src/index.ts";
 import { activityCalls, readHistory } from "./fixtures/history-calls.ts";
-import { countingFactory, crawlTool, pauseTool, refuseTool } from "./fixtures/models.ts";
+import { askTool, countingFactory, crawlTool, pauseTool, refuseTool, sendTool } from "./fixtures/models.ts";
 import { scenarioInput, scenarios, scenarioWorker } from "./fixtures/scenarios.ts";
 
 const prefix = testPrefix("temporal");
@@ -55,7 +55,7 @@ describe("Temporal executor (real Temporal dev server)", () => {
       redis: testConnection(),
       prefix,
       // An array, as Worker takes them (the parity test passes a record).
-      tools: [pauseTool(redis, prefix), crawlTool, refuseTool],
+      tools: [pauseTool(redis, prefix), crawlTool, refuseTool, sendTool, askTool],
       providerFactory: countingFactory(redis, prefix),
     });
     running = temporalWorker.run();
@@ -73,7 +73,10 @@ describe("Temporal executor (real Temporal dev server)", () => {
       blockMs: 500,
       ...(mode === "temporal"
         ? { executor: temporalExecutor({ client: temporal, taskQueue, activity }) }
-        : { tools: { pause: pauseTool(redis, prefix), crawl: crawlTool, refuse: refuseTool }, providerFactory: countingFactory(redis, prefix) }),
+        : {
+            tools: { pause: pauseTool(redis, prefix), crawl: crawlTool, refuse: refuseTool, send: sendTool, ask: askTool },
+            providerFactory: countingFactory(redis, prefix),
+          }),
     });
     flotillaWorkers.push(w);
     await w.start();
@@ -209,6 +212,44 @@ describe("Temporal executor (real Temporal dev server)", () => {
         queue,
         record: { status: "FAILED", attempt: 1, error: { code: "REFUSED", message: "refused for good" } },
       });
+    }
+  });
+
+  it("waits for a signal as Redis mode does: WAITING in Flotilla while the workflow waits; approve, reject and a timeout carry it on", async () => {
+    const sender = new Agent({
+      name: "sender",
+      model: "scripted:x",
+      tools: ["send"],
+      options: { scripted: { toolCalls: [{ name: "send", args: { to: "ops" } }] } },
+    });
+    const asker = new Agent({
+      name: "asker",
+      model: "scripted:x",
+      tools: ["ask"],
+      options: { scripted: { toolCalls: [{ name: "ask", args: { question: "ready?", timeoutMs: 400 } }] } },
+    });
+    const waiting = async (handle: ReturnType<FlotillaClient["handle"]>) =>
+      waitFor(async () => {
+        const record = await handle.status();
+        return record.status === "WAITING" ? record : undefined;
+      });
+    for (const queue of ["redis", "temporal"]) {
+      const approved = await client.submit(sender, "go", { queue });
+      expect(await waiting(approved)).toMatchObject({ waiting: { name: "approval", kind: "approval", tool: "send", args: { to: "ops" } } });
+      if (queue === "temporal") {
+        // Flotilla holds no worker; the workflow waits in Temporal.
+        expect((await temporal.workflow.getHandle(approved.taskId).describe()).status.name).toBe("RUNNING");
+      }
+      await approved.approve();
+      expect({ queue, text: (await approved.result()).text }).toEqual({ queue, text: "send returned sent to ops. Echo: go" });
+
+      const rejected = await client.submit(sender, "stop", { queue });
+      await waiting(rejected);
+      await rejected.reject("not now");
+      expect({ queue, text: (await rejected.result()).text }).toEqual({ queue, text: "send returned not run: rejected: not now. Echo: stop" });
+
+      const unanswered = await client.submit(asker, "q", { queue });
+      expect({ queue, text: (await unanswered.result()).text }).toEqual({ queue, text: "ask returned nobody answered. Echo: q" });
     }
   });
 

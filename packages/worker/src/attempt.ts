@@ -15,10 +15,13 @@ import {
   NodePayloadSchema,
   parseJsonOr,
   parseStored,
+  type Resumption,
   type Retention,
   type RunnableSpec,
+  SignalDeliverySchema,
   type TaskError,
   type TaskPayload,
+  TaskSuspended,
   type TokenUsage,
   toTaskError,
 } from "@flotilla/core";
@@ -37,7 +40,7 @@ export type RunReply = Extract<StartReply, { kind: "run" }>;
 
 /** A started task's payload as read: an agent's task, or a graph node's (`agent` is then the node type, which names it on events). */
 type TaskToRun =
-  | { agent: RunnableSpec; input: JsonValue; metadata: Record<string, JsonValue>; node?: undefined }
+  | { agent: RunnableSpec; input: JsonValue; metadata: Record<string, JsonValue>; node?: undefined; resume: Resumption | undefined }
   | { agent: { name: string }; input: JsonValue; metadata: Record<string, JsonValue>; node: NodeExecutionContext["node"]; state: JsonValue | undefined };
 
 /** What one attempt came to: the outcome to record (with its trace id), or nothing when it lost its claim. */
@@ -101,9 +104,10 @@ export class AttemptRunner {
     const { taskId } = start;
     let payload: TaskPayload;
     let metadata: Record<string, JsonValue>;
+    let resume: Resumption | undefined;
     // Before parsing: a record written straight into Redis may be any size.
     const maxBytes = this.deps.maxPayloadBytes ?? DEFAULTS.workerMaxPayloadBytes;
-    const bytes = Buffer.byteLength(start.payload) + Buffer.byteLength(start.metadata);
+    const bytes = Buffer.byteLength(start.payload) + Buffer.byteLength(start.metadata) + Buffer.byteLength(start.resume ?? "");
     if (bytes > maxBytes) {
       return {
         agent: start.agent,
@@ -127,6 +131,14 @@ export class AttemptRunner {
       const isNode = typeof rawPayload === "object" && rawPayload !== null && "node" in rawPayload;
       payload = parseStored(isNode ? NodePayloadSchema : AgentPayloadSchema, rawPayload, `payload of task ${taskId}`);
       metadata = parseStored(MetadataSchema, rawMetadata, `metadata of task ${taskId}`);
+      if (start.resume !== undefined) {
+        const raw: unknown = JSON.parse(start.resume);
+        // The saved conversation nests the model's tool arguments a few levels below the task's input.
+        checkJsonDepth(raw, maxDepth + 8, "resume");
+        const state = parseStored(JsonValueSchema, raw, `saved state of task ${taskId}`);
+        const signal = start.signal === undefined ? undefined : parseStored(SignalDeliverySchema, JSON.parse(start.signal), `signal of task ${taskId}`);
+        resume = { state, ...(signal && { signal }) };
+      }
     } catch (err) {
       return { agent: start.agent, error: { code: ErrorCodes.INVALID_PAYLOAD, message: toTaskError(err).message } };
     }
@@ -140,7 +152,7 @@ export class AttemptRunner {
     const name = payload.agent.name;
     const agent = this.deps.agents ? this.deps.agents.get(name) : payload.agent;
     if (!agent) return { agent: name, error: { code: ErrorCodes.UNKNOWN_AGENT, message: `this worker does not run agent "${name}"` } };
-    return { agent, input: payload.input, metadata };
+    return { agent, input: payload.input, metadata, resume };
   }
 
   private async execute(lane: Lane, start: RunReply, task: TaskToRun, controller: AbortController): Promise<AttemptResult> {
@@ -202,7 +214,7 @@ export class AttemptRunner {
         // A plain-JavaScript executor may return a plain value rather than a promise.
         const execution = Promise.resolve(
           task.node === undefined
-            ? executor.execute({ ...common, agent: task.agent, input: task.input })
+            ? executor.execute({ ...common, agent: task.agent, input: task.input, ...(task.resume && { resume: task.resume }) })
             : graph!.execute({
                 ...common,
                 node: task.node,
@@ -223,7 +235,7 @@ export class AttemptRunner {
           // nothing waits on a Redis this worker cannot reach.
           if (!publisher.isStale) publisher.abandon();
         } else {
-          if (outcome.status !== "CANCELLED" && !publisher.isStale) {
+          if (outcome.status !== "CANCELLED" && outcome.status !== "WAITING" && !publisher.isStale) {
             publisher.emit({ type: "error", message: outcome.error!.message, code: outcome.error!.code });
           }
           await publisher.flush().catch(() => {});
@@ -231,7 +243,7 @@ export class AttemptRunner {
       } finally {
         if (timer) clearTimeout(timer);
       }
-      if (outcome.status !== "COMPLETED") {
+      if (outcome.status !== "COMPLETED" && outcome.status !== "WAITING") {
         span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error?.message ?? outcome.status });
         span.recordException({ name: outcome.error?.code ?? outcome.status, message: outcome.error?.message ?? outcome.status });
       }
@@ -251,6 +263,18 @@ export class AttemptRunner {
   private failure(start: RunReply, agent: string, signal: AbortSignal, err: unknown): FinishInput {
     const { attempt } = start;
     const reason = signal.aborted ? signal.reason : err;
+    if (reason instanceof TaskSuspended) {
+      // It waits for a signal: no worker held meanwhile; the entry comes back at the wait's timeout.
+      const { timeoutMs } = reason.request;
+      return {
+        attempt,
+        status: "WAITING",
+        agent,
+        waiting: reason.request,
+        resume: reason.state,
+        ...(timeoutMs !== undefined && { retryAt: Date.now() + timeoutMs }),
+      };
+    }
     const error = toTaskError(reason);
     if (reason instanceof AbortReason && reason.code === ErrorCodes.SHUTDOWN && this.deps.onDeadline() === "release") {
       return { attempt, status: "RETRYING", agent, error, retryAt: Date.now(), release: true };

@@ -1,4 +1,4 @@
-import type { Backoff, JsonValue, Keys, Logger, Priority, RunnableSpec, TaskError, TokenUsage } from "@flotilla/core";
+import type { Backoff, JsonValue, Keys, Logger, Priority, Resumption, RunnableSpec, TaskError, TokenUsage } from "@flotilla/core";
 import type { AgentEvent } from "@flotilla/events";
 import type { FlotillaMetrics } from "@flotilla/metrics";
 import type { Redis } from "ioredis";
@@ -26,11 +26,17 @@ export interface ExecutionContext {
   emit(event: AgentEvent): void;
   /** Records the run's token totals on the task (the last report wins). */
   reportUsage(usage: TokenUsage): void;
+  /**
+   * Set when the task stopped to wait for a signal and this attempt carries it on: the state the run
+   * saved (what its executor threw in a TaskSuspended) and the signal that came (none: the wait timed out).
+   */
+  resume?: Resumption | undefined;
 }
 
 /**
  * Runs a task's agent and returns its result (JSON). The Worker owns claiming, status, events and
- * cancel; an executor only runs. The default runs @flotilla/agent in process; others (Temporal)
+ * cancel; an executor only runs. To wait for a signal without holding the worker, it throws a
+ * TaskSuspended: the task becomes WAITING, and the attempt that resumes it gets `resume`. The default runs @flotilla/agent in process; others (Temporal)
  * plug in here.
  */
 export interface Executor {

@@ -64,16 +64,17 @@ export class OutcomeRecorder {
     if (finished.ok) {
       if (status === "COMPLETED") this.counts.completed++;
       else if (status === "FAILED") this.counts.failed++;
-      this.deps.metrics.add(COUNTERS[status], 1, { queue, agent: outcome.agent });
+      if (status !== "WAITING") this.deps.metrics.add(COUNTERS[status], 1, { queue, agent: outcome.agent });
     } else {
       this.deps.log.warn("outcome not recorded", { taskId, reason: finished.reason, status: finished.status });
     }
-    this.deps.log.info("task ended", {
+    this.deps.log.info(status === "WAITING" ? "task waits for a signal" : "task ended", {
       taskId,
       attempt: outcome.attempt,
       status,
       error: outcome.error,
       retryAt: outcome.retryAt,
+      ...(outcome.waiting && { signal: outcome.waiting.name }),
       recorded: finished.ok,
       ...(traceId && { traceId }),
     });

@@ -11,7 +11,8 @@ local RECORD_INTEGERS = {
 }
 -- Differences of two processes' clocks: negative when the submitter's clock ran ahead.
 local RECORD_SIGNED = { waitMs = true }
-local RECORD_STATUSES = { PENDING = true, RUNNING = true, RETRYING = true, COMPLETED = true, FAILED = true, CANCELLED = true }
+local RECORD_STATUSES = { PENDING = true, RUNNING = true, RETRYING = true, WAITING = true, COMPLETED = true, FAILED = true,
+  CANCELLED = true }
 local function recordFault(names, values)
   if values.err then
     return 'the key is not a hash (' .. (string.match(values.err, '^%S+') or 'error') .. ')'

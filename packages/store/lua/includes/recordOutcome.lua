@@ -11,18 +11,22 @@
 --- @include "keepLatest"
 --- @include "noteHandoff"
 --- @include "releaseConcurrencySlot"
--- Records one attempt's outcome (COMPLETED, FAILED, CANCELLED or RETRYING) on its task record and
--- settles its entry. Fenced: only the holder of the current attempt of a RUNNING task may write,
+-- Records one attempt's outcome (COMPLETED, FAILED, CANCELLED, RETRYING or WAITING) on its task
+-- record and settles its entry. Fenced: only the holder of the current attempt of a RUNNING task may write,
 -- so a late or stale writer can never overwrite a terminal status nor resurrect a finished task.
--- A RETRYING attempt of a task whose cancel was requested ends it CANCELLED instead.
+-- A RETRYING or WAITING attempt of a task whose cancel was requested ends it CANCELLED instead.
+-- WAITING (`waiting`, `resume`: JSON of the signal it waits for and of its run's saved state) frees
+-- the entry (delayed until the wait's timeout, `retryAt`, if it has one) and keeps the event stream
+-- from expiring while nothing is said; the delivery limit counts afresh from here.
 -- `release` '1': a RETRYING that hands the task back unfinished and uses up no retry.
 -- A final outcome after earlier attempts clears what they left that no longer applies: a COMPLETED
--- task keeps no error, a FAILED one no result, neither a retry time.
+-- task keeps no error, a FAILED one no result, neither a retry time nor a wait's state.
 -- Adds to batch.settled { 'ok', status, deadLettered (0|1) }, { 'rejected', reason, currentStatus }
 -- or { 'rejected', 'corrupt', why } (the record cannot be trusted: see recordFault).
 local OUTCOME_FIELDS = { 'status', 'attempt', 'startedAt', 'cancelRequestedAt', 'cancelReason', 'taskId', 'agent', 'seq',
   'log', 'retries', 'handoff', 'concurrencyKey' }
-local function recordOutcome(batch, lane, entryId, name, attempt, target, result, errText, retryAt, release, reason, usage)
+local function recordOutcome(batch, lane, entryId, name, attempt, target, result, errText, retryAt, release, reason, usage,
+  waiting, resume)
   local key = batch.taskBase .. name
   local settled = batch.settled
   local function owned()
@@ -65,7 +69,7 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
     return
   end
   local durationMs = batch.now - tonumber(startedAt or batch.now)
-  if target == 'RETRYING' and cancelRequestedAt then
+  if (target == 'RETRYING' or target == 'WAITING') and cancelRequestedAt then
     redis.call('HSET', key, 'durationMs', durationMs)
     cancelWaiting(batch, key, taskId, attempt, agent, cancelReason or 'cancelled', seq, log, handoff)
     if concurrency then
@@ -90,7 +94,22 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
     fields[#fields + 1] = errText
     extra = ',"error":' .. errText
   end
-  if target == 'RETRYING' then
+  if target == 'WAITING' then
+    if retryAt ~= '' then
+      waiting = string.sub(waiting, 1, -2) .. ',"timeoutAt":' .. retryAt .. '}'
+    end
+    extra = ',"waiting":' .. waiting
+    fields[#fields + 1] = 'waiting'
+    fields[#fields + 1] = waiting
+    fields[#fields + 1] = 'resume'
+    fields[#fields + 1] = resume
+    fields[#fields + 1] = 'deliveriesBase'
+    fields[#fields + 1] = attempt
+    redis.call('HDEL', key, 'signal', 'retryAt')
+    if batch.streams then
+      redis.call('PERSIST', batch.streams.base .. name)
+    end
+  elseif target == 'RETRYING' then
     if release ~= '1' then
       fields[#fields + 1] = 'retries'
       fields[#fields + 1] = tonumber(retries or '0') + 1
@@ -101,8 +120,8 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
     fields[#fields + 1] = 'completedAt'
     fields[#fields + 1] = batch.now
   end
-  if target ~= 'RETRYING' and tonumber(attempt) > 1 then
-    redis.call('HDEL', key, target == 'COMPLETED' and 'error' or 'result', 'retryAt')
+  if isTerminal(target) and tonumber(attempt) > 1 then
+    redis.call('HDEL', key, target == 'COMPLETED' and 'error' or 'result', 'retryAt', 'resume', 'signal')
   end
   hsetAll(key, fields, statusEvent(batch, target, taskId, attempt, agent, seq, log, extra, result))
   if isTerminal(target) then
@@ -121,6 +140,8 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
     releaseConcurrencySlot(batch, concurrency, name)
   end
   local dead = settleEntry(batch, lane, entryId, name, taskId, target, attempt, errText, retryAt, reason)
-  countStat(batch, string.lower(target))
+  if target ~= 'WAITING' then
+    countStat(batch, string.lower(target))
+  end
   settled[#settled + 1] = { 'ok', target, dead }
 end

@@ -23,14 +23,17 @@
 -- releaseConcurrencySlot); a task parked before goes to the front, so it keeps its place.
 -- Adds one reply to batch.replies:
 --   { 'run', lane, entryId, name, attempt, payload, timeoutMs, detailed, metadata, agent, retries,
---     maxRetries, backoff, waitedMs, trace }
+--     maxRetries, backoff, waitedMs, trace, resume, signal }
+--   (resume: the saved state of a run that stopped to wait for a signal; signal: the one that resumed
+--   it, '' when the wait timed out: a WAITING task started from its timeout's entry)
 --   { 'skip', lane, entryId, name, reason ('terminal' | 'running' | 'cancelled' | 'parked'), status }
 --   { 'dead', lane, entryId, name, attempts, lastError }
 --   { 'missing', lane, entryId, name }
 --   { 'corrupt', lane, entryId, name, reason }: the record cannot be trusted (see recordFault)
 local START_FIELDS = { 'status', 'attempt', 'cancelRequestedAt', 'createdAt', 'agent', 'payload', 'cancelReason',
   'timeoutMs', 'detailed', 'waitMs', 'metadata', 'maxDeliveries', 'workerId', 'error', 'retries', 'maxRetries', 'backoff',
-  'entryId', 'seq', 'log', 'deliveriesBase', 'taskId', 'trace', 'handoff', 'concurrencyKey', 'concurrencyLimit', 'parked', 'parkedAt' }
+  'entryId', 'seq', 'log', 'deliveriesBase', 'taskId', 'trace', 'handoff', 'concurrencyKey', 'concurrencyLimit', 'parked', 'parkedAt',
+  'resume', 'signal' }
 local function startEntry(batch, lane, entryId, name, reclaimed)
   local key = batch.taskBase .. name
   local values = redis.pcall('HMGET', key, unpack(START_FIELDS))
@@ -43,7 +46,8 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
   end
   local status, attempts, cancelRequestedAt, createdAt, agent, payload, cancelReason, timeoutMs, detailed, waitMs,
     metadata, maxDeliveries, workerId, lastError, retries, maxRetries, backoff, heldEntryId, seq, log,
-    deliveriesBase, taskId, trace, handoff, concurrency, concurrencyLimit, parked, parkedAt = unpack(values, 1, #START_FIELDS)
+    deliveriesBase, taskId, trace, handoff, concurrency, concurrencyLimit, parked, parkedAt, resume, signal =
+    unpack(values, 1, #START_FIELDS)
   local replies = batch.replies
   local now = batch.now
   if not status then
@@ -58,7 +62,8 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
   local function run(attempt)
     local waitedMs = now - tonumber(createdAt or now)
     replies[#replies + 1] = { 'run', lane, entryId, name, attempt, payload, timeoutMs or '', detailed or '0',
-      metadata or '{}', agent, retries or '0', maxRetries or '0', backoff or '', waitedMs, trace or '' }
+      metadata or '{}', agent, retries or '0', maxRetries or '0', backoff or '', waitedMs, trace or '', resume or '',
+      signal or '' }
   end
   if status == 'RUNNING' and not reclaimed then
     if workerId == batch.consumer and heldEntryId == entryId then
@@ -112,6 +117,10 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
   end
   local attempt = started + 1
   local fields = { 'status', 'RUNNING', 'attempt', attempt, 'workerId', batch.consumer, 'startedAt', now, 'entryId', entryId }
+  if status == 'WAITING' then
+    -- Its wait timed out: it no longer waits for the signal (one sent now is refused).
+    redis.call('HDEL', key, 'waiting')
+  end
   if not waitMs then
     local waited = now - tonumber(createdAt or now)
     fields[#fields + 1] = 'waitMs'
