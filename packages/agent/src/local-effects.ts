@@ -1,7 +1,7 @@
 // The tool loop's effects in process: direct model and tool calls, each in its OpenTelemetry span
 // (a child of whatever span is active: the worker's flotilla.execute), events yielded as they
 // happen, and every message handed to `onMessage` as it joins the conversation.
-import { ErrorCodes, FlotillaError, type Message, type RateLimiter } from "@flotilla/core";
+import { ErrorCodes, FlotillaError, type Message, type RateLimiter, WaitForSignal } from "@flotilla/core";
 import { context, type Exception, type Span, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { LoopEffects } from "./loop.ts";
 import type { LanguageModel, ModelResolver } from "./model.ts";
@@ -94,7 +94,8 @@ export function localEffects(options: LocalEffectsOptions): LoopEffects {
             span.setAttributes({ "gen_ai.usage.input_tokens": turn.usage.inputTokens, "gen_ai.usage.output_tokens": turn.usage.outputTokens });
             endSpan(span);
           } catch (err) {
-            endSpan(span, asException(err));
+            // A rate limit that releases the slot stops the run before the turn: not a failure of it.
+            endSpan(span, err instanceof WaitForSignal ? undefined : asException(err));
             throw err;
           }
           yield { type: "step", index: step, finishReason: turn.finishReason, usage: turn.usage };

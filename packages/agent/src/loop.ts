@@ -105,12 +105,12 @@ export interface LoopResult {
   usage: TokenUsage;
 }
 
-/** A tool call that waits for a signal. */
+/** A tool call (or, with `beforeTurn`, a model turn: no call, `toolCallId` and `tool` empty) that waits for a signal. */
 export interface PendingWait {
   toolCallId: string;
   tool: string;
   signal: string;
-  kind: "approval" | "signal";
+  kind: WaitForSignal["kind"];
   options: WaitOptions;
 }
 
@@ -118,16 +118,19 @@ export interface PendingWait {
  * Where a run stopped to wait for a signal (plain JSON): everything needed to carry on from there on
  * any worker, without running the model's earlier turns again. The turn whose tool calls were
  * running resumes: its finished calls keep their results, the waiting ones run again with the
- * signals they had.
+ * signals they had. A run that stopped before a model turn (`beforeTurn`: its rate limit released
+ * the slot) resumes with that turn.
  */
 export interface SuspendedRun {
-  /** The conversation so far, ending with the assistant message whose tool calls were running. */
+  /** The conversation so far, ending with the assistant message whose tool calls were running (or before the turn that waits). */
   messages: Message[];
+  /** It stopped before a model turn, not among a turn's tool calls. */
+  beforeTurn?: boolean;
   /** The agent whose turn it was. */
   agent: string;
   /** A swarm's handoffs so far, or a pipeline's position (0 for one agent). */
   at: number;
-  /** Turns that agent took, counting the one that stopped. */
+  /** Turns that agent took, counting the one that stopped (not counting it, before a turn). */
   agentSteps: number;
   steps: number;
   usage: TokenUsage;
@@ -208,7 +211,13 @@ async function* runAgent(agent: AgentSpec, state: State, handoffTargets: readonl
   let text = "";
   let resumed = state.resume;
   state.resume = undefined;
-  for (let i = resumed ? resumed.agentSteps - 1 : 0; i < maxSteps; i++) {
+  let i = 0;
+  if (resumed) {
+    i = resumed.beforeTurn ? resumed.agentSteps : resumed.agentSteps - 1;
+    // Stopped before a turn: nothing of a turn to take up, it starts with that turn.
+    if (resumed.beforeTurn) resumed = undefined;
+  }
+  for (; i < maxSteps; i++) {
     let turnContext: TurnContext;
     let toolCalls: readonly ToolCall[];
     let finished: Readonly<Record<string, ToolOutput>> = {};
@@ -224,7 +233,14 @@ async function* runAgent(agent: AgentSpec, state: State, handoffTargets: readonl
       resumed = undefined;
     } else {
       turnContext = { agent, step: state.steps, handoffTargets };
-      const turn = yield* perform(own.modelTurn(state.messages, turnContext));
+      let turn: TurnOutput;
+      try {
+        turn = yield* perform(own.modelTurn(state.messages, turnContext));
+      } catch (err) {
+        if (!(err instanceof WaitForSignal)) throw err;
+        const wait: PendingWait = { toolCallId: "", tool: "", signal: err.signal, kind: err.kind, options: err.options };
+        throw new Suspension({ ...position(state, agent, i), beforeTurn: true, results: {}, signals: {}, waits: [wait] });
+      }
       state.steps++;
       state.usage = addUsage(state.usage, turn.usage);
       text = turn.text;
@@ -281,17 +297,12 @@ function suspension(
   waits.sort((a, b) => order.get(a.toolCallId)! - order.get(b.toolCallId)!);
   const kept: Record<string, Record<string, SignalOutcome>> = {};
   for (const w of waits) if (signals[w.toolCallId]) kept[w.toolCallId] = signals[w.toolCallId]!;
-  return new Suspension({
-    messages: state.messages,
-    agent: agent.name,
-    at: state.at,
-    agentSteps: i + 1,
-    steps: state.steps,
-    usage: state.usage,
-    results,
-    signals: kept,
-    waits,
-  });
+  return new Suspension({ ...position(state, agent, i + 1), results, signals: kept, waits });
+}
+
+/** Where the run is: its conversation, the agent and its place, `agentSteps` turns of it taken. */
+function position(state: State, agent: AgentSpec, agentSteps: number) {
+  return { messages: state.messages, agent: agent.name, at: state.at, agentSteps, steps: state.steps, usage: state.usage };
 }
 
 async function* runSwarm(swarm: SwarmSpec, state: State): AsyncGenerator<AgentEvent, { text: string; agent: AgentSpec }, undefined> {

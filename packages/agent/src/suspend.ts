@@ -20,10 +20,11 @@ const SignalOutcomeSchema = z.union([z.object({ payload: JsonValueSchema }), z.o
 
 const SuspendedRunSchema = z.object({
   messages: z.array(MessageSchema).min(1),
+  beforeTurn: z.boolean().optional(),
   agent: z.string(),
   at: z.number().int().min(0),
-  agentSteps: z.number().int().min(1),
-  steps: z.number().int().min(1),
+  agentSteps: z.number().int().min(0),
+  steps: z.number().int().min(0),
   usage: TokenUsageSchema,
   results: z.record(z.string(), OutputSchema),
   signals: z.record(z.string(), z.record(z.string(), SignalOutcomeSchema)),
@@ -33,24 +34,23 @@ const SuspendedRunSchema = z.object({
         toolCallId: z.string(),
         tool: z.string(),
         signal: z.string(),
-        kind: z.enum(["approval", "signal"]),
+        kind: z.enum(["approval", "signal", "rate-limit"]),
         options: WaitOptionsSchema,
       }),
     )
     .min(1),
 });
 
-/** The request a stopped run shows: its first waiting call's signal, tool and arguments. */
+/** The request a stopped run shows: its first waiting call's signal, tool and arguments (none before a model turn). */
 function requestOf(run: SuspendedRun): WaitRequest {
   const wait = run.waits[0]!;
   const last = run.messages.at(-1);
-  const call = last?.role === "assistant" ? last.toolCalls?.find((c) => c.toolCallId === wait.toolCallId) : undefined;
+  const call = !run.beforeTurn && last?.role === "assistant" ? last.toolCalls?.find((c) => c.toolCallId === wait.toolCallId) : undefined;
   const { timeoutMs, onTimeout, request } = wait.options;
   return {
     name: wait.signal,
     kind: wait.kind,
-    toolCallId: wait.toolCallId,
-    tool: wait.tool,
+    ...(!run.beforeTurn && { toolCallId: wait.toolCallId, tool: wait.tool }),
     ...(call && { args: call.args }),
     ...(request !== undefined && { request }),
     ...(timeoutMs !== undefined && { timeoutMs }),

@@ -9,6 +9,7 @@ import {
   type Message,
   parseJsonOr,
   sleep,
+  WaitForSignal,
 } from "@flotilla/core";
 import type { AgentEvent, Usage } from "@flotilla/events";
 import type { TurnOutput } from "./loop.ts";
@@ -107,6 +108,8 @@ export async function* modelTurn(request: TurnRequest): AsyncGenerator<AgentEven
       return { text, toolCalls, usage, finishReason };
     } catch (err) {
       if (signal.aborted) throw signal.reason;
+      // Its rate limit releases the slot: the run stops before this turn, which runs when it resumes.
+      if (err instanceof WaitForSignal) throw err;
       const error = modelError(err);
       if (produced || attempt >= maxRetries || !APICallError.isInstance(err) || !err.isRetryable) throw error;
       const asked = retryAfterMs(err.responseHeaders);

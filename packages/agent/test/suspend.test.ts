@@ -113,6 +113,32 @@ describe("suspend and resume", () => {
     expect(last.log).toEqual(["enter solo []", "call gate", 'results gate2="A" gate="B"', "turn solo"]);
   });
 
+  it("a model turn that stops (its rate limit released the slot) is taken when the run resumes: the turns before it are not", async () => {
+    const spec = agent("solo");
+    const first = effects({ solo: [turn("t", ["fast", {}]), turn("end")] });
+    let turns = 0;
+    const limited: LoopEffects = {
+      ...first.fx,
+      enter: async (a, t) => {
+        const own = await first.fx.enter(a, t);
+        return {
+          ...own,
+          modelTurn: (m, c) => {
+            if (++turns === 2) throw new WaitForSignal("rate-limit:llm", "rate-limit", { timeoutMs: 500, onTimeout: "continue" });
+            return own.modelTurn(m, c);
+          },
+        };
+      },
+    };
+    const run = await stops(settle(runLoop(spec, [{ role: "user", content: "go" }], limited)));
+    expect(run).toMatchObject({ beforeTurn: true, agentSteps: 1, steps: 1, waits: [{ signal: "rate-limit:llm", kind: "rate-limit" }] });
+    expect(suspended(run).request).toEqual({ name: "rate-limit:llm", kind: "rate-limit", timeoutMs: 500, onTimeout: "continue" });
+    const again = effects({ solo: [turn("end")] });
+    const result = await settle(runLoop(spec, [], again.fx, { resume: resumePoint({ state: run as unknown as JsonValue }) }));
+    expect(again.log).toEqual(["enter solo []", "turn solo"]);
+    expect(result).toMatchObject({ text: "end", steps: 2 });
+  });
+
   it("the state is checked when read back, and the request shows the waiting call's tool and arguments", () => {
     expect(() => resumePoint({ state: { messages: [] } })).toThrow(/corrupt saved run state/);
     const err = suspended({

@@ -6,7 +6,9 @@
 export interface RateLimiter {
   /**
    * Waits until the limit `name` grants `requests` requests and about `tokens` tokens (an estimate,
-   * settled with `account` afterwards). Rejects with the signal's reason when it is aborted.
+   * settled with `account` afterwards). Rejects with the signal's reason when it is aborted, and with
+   * a WaitForSignal (kind `rate-limit`, `timeoutMs`: when it may grant) when the limit releases the
+   * worker's slot rather than wait that long on it: the run then stops and its task waits, WAITING.
    */
   acquire(name: string, cost: { requests?: number; tokens?: number }, signal: AbortSignal): Promise<void>;
   /** Settles an estimate with what the call used: `tokens` more (or, negative, fewer) than acquired. */

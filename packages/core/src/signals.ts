@@ -42,11 +42,15 @@ export const WaitOptionsSchema = z.object({
 export const WaitRequestSchema = z.object({
   /** The signal that resumes it. */
   name: SignalNameSchema,
-  /** `approval`: a tool that needs approval before it runs; `signal`: a tool's own `waitForSignal`. */
-  kind: z.enum(["approval", "signal"]),
-  /** The tool call that waits, and its tool and arguments. */
-  toolCallId: z.string(),
-  tool: z.string(),
+  /**
+   * `approval`: a tool that needs approval before it runs; `signal`: a tool's own `waitForSignal`;
+   * `rate-limit`: a model turn or tool call whose rate limit releases the worker's slot rather than
+   * wait on it (it comes back by itself when the limit can grant: its `timeoutMs`).
+   */
+  kind: z.enum(["approval", "signal", "rate-limit"]),
+  /** The tool call that waits, and its tool and arguments (none for a model turn). */
+  toolCallId: z.string().optional(),
+  tool: z.string().optional(),
   args: JsonValueSchema.optional(),
   /** What is asked (the tool's `request`). */
   request: JsonValueSchema.optional(),
@@ -78,10 +82,10 @@ export function readApproval(payload: JsonValue): { approved: boolean; reason?: 
  */
 export class WaitForSignal extends Error {
   readonly signal: string;
-  readonly kind: "approval" | "signal";
+  readonly kind: WaitRequest["kind"];
   readonly options: WaitOptions;
 
-  constructor(signal: string, kind: "approval" | "signal", options: WaitOptions = {}) {
+  constructor(signal: string, kind: WaitRequest["kind"], options: WaitOptions = {}) {
     super(`waiting for signal "${signal}"`);
     this.name = "WaitForSignal";
     this.signal = signal;

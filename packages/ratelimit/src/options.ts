@@ -14,6 +14,13 @@ export const RateLimitOptionsSchema = z
     requestBurst: z.number().positive().optional(),
     /** The most tokens that may go at once after a quiet spell. @default one second's worth, at least one request's estimate */
     tokenBurst: z.number().positive().optional(),
+    /**
+     * A call that would wait longer than this (ms) for the limit does not wait on its worker: the
+     * task stops (WAITING, kind `rate-limit`, no worker slot held) and comes back by itself when the
+     * limit can grant, then asks again (nothing is reserved meanwhile).
+     * @default undefined: a call waits on its worker, its lease kept alive, however long
+     */
+    releaseSlotAfterMs: z.number().int().positive().optional(),
   })
   .strict()
   .refine((o) => o.requestsPerMinute !== undefined || o.tokensPerMinute !== undefined, {
@@ -29,6 +36,7 @@ export interface ResolvedRateLimit {
   tokensPerMinute: number;
   requestBurst: number;
   tokenBurst: number;
+  releaseSlotAfterMs: number | undefined;
 }
 
 /** The one place a limit's defaults are applied: 0 per minute means not limited. */
@@ -42,5 +50,6 @@ export function resolveRateLimit(options: RateLimitOptions): ResolvedRateLimit {
     tokensPerMinute: tpm,
     requestBurst: o.requestBurst ?? Math.max(1, rpm / 60),
     tokenBurst: o.tokenBurst ?? Math.max(1, tpm / 60),
+    releaseSlotAfterMs: o.releaseSlotAfterMs,
   };
 }

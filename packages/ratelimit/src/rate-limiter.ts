@@ -1,4 +1,4 @@
-import { ErrorCodes, FlotillaError, type Keys, type RateLimiter, sleep } from "@flotilla/core";
+import { ErrorCodes, FlotillaError, type Keys, type RateLimiter, sleep, WaitForSignal } from "@flotilla/core";
 import type { Redis } from "ioredis";
 import { type RateLimitOptions, type ResolvedRateLimit, resolveRateLimit } from "./options.ts";
 import { scripts } from "./scripts.ts";
@@ -30,12 +30,14 @@ export class RedisRateLimiter implements RateLimiter {
 
   async acquire(name: string, cost: { requests?: number; tokens?: number }, signal: AbortSignal): Promise<void> {
     const limit = this.limit(name);
+    const release = limit.releaseSlotAfterMs;
+    const longestWait = release === undefined ? MAX_GRANTED_WAIT_MS : Math.min(release, MAX_GRANTED_WAIT_MS);
     for (;;) {
       signal.throwIfAborted();
       const [granted, wait] = (await scripts.acquire.run(
         this.redis,
         [this.keys.rateLimit(name)],
-        [...this.args(limit), cost.requests ?? 1, Math.max(0, Math.ceil(cost.tokens ?? 0)), MAX_GRANTED_WAIT_MS],
+        [...this.args(limit), cost.requests ?? 1, Math.max(0, Math.ceil(cost.tokens ?? 0)), longestWait],
       )) as [number, number];
       if (granted === 1) {
         if (wait === 0) return;
@@ -45,6 +47,9 @@ export class RedisRateLimiter implements RateLimiter {
         if (paused > 0) await sleep(paused, signal);
         return;
       }
+      // Nothing was taken: the task waits off the worker, and asks again when the limit may grant.
+      if (release !== undefined && wait > release)
+        throw new WaitForSignal(`rate-limit:${name}`, "rate-limit", { timeoutMs: Math.max(1, Math.ceil(wait)), onTimeout: "continue" });
       await sleep(MAX_GRANTED_WAIT_MS, signal);
     }
   }

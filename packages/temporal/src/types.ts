@@ -1,6 +1,6 @@
 // Plain data shared by the workflow (which runs in Temporal's sandbox and may import nothing with
 // side effects) and the activities. Type-only imports: erased from the workflow bundle.
-import type { AgentSpec, Backoff, JsonValue, Message, RunnableSpec, TokenUsage, WaitOptions } from "@flotilla/core";
+import type { AgentSpec, Backoff, JsonValue, Message, RunnableSpec, TokenUsage, WaitOptions, WaitRequest } from "@flotilla/core";
 
 /** What a task's workflow is started with. Its workflow id is the task id. */
 export interface AgentWorkflowInput {
@@ -79,7 +79,7 @@ export const WAIT_FAILURE = "FLOTILLA_WAIT";
 /** What a toolCall activity that must wait tells the workflow. */
 export interface WaitDetails {
   signal: string;
-  kind: "approval" | "signal";
+  kind: WaitRequest["kind"];
   options: WaitOptions;
 }
 

@@ -183,3 +183,28 @@ describe("human in the loop", () => {
     await expect(done.signal("bad name!")).rejects.toMatchObject({ code: ErrorCodes.VALIDATION });
   });
 });
+
+describe("a rate limit that releases the slot", () => {
+  const h = useFlotilla("hitl-rl");
+
+  it("a model turn that would wait longer than releaseSlotAfterMs frees its worker: WAITING (rate-limit), back by itself when the limit grants", async () => {
+    await h.worker({
+      queues: ["hitl-rl"],
+      concurrency: 1,
+      rateLimits: [{ name: "slow-llm", requestsPerMinute: 120, requestBurst: 1, releaseSlotAfterMs: 50 }],
+    });
+    const client = h.client();
+    const limited = scripted("limited", {}, { tools: [] });
+    const agent = { ...limited.toJSON(), rateLimit: "slow-llm" };
+    const handles = await client.submitMany(["a", "b", "c"].map((input) => ({ agent, input, options: { queue: "hitl-rl", detailed: true } })));
+    const plain = await client.submit(scripted("plain"), "p", { queue: "hitl-rl" });
+    expect((await Promise.all(handles.map((x) => x.result({ timeoutMs: 15_000 })))).map((r) => r.text)).toEqual(["Echo: a", "Echo: b", "Echo: c"]);
+    await plain.result({ timeoutMs: 15_000 });
+    // The one worker slot was free while they waited: the plain task, queued behind them, ended first.
+    const ended = await Promise.all(handles.map(async (x) => (await x.status()).completedAt!));
+    expect((await plain.status()).completedAt!).toBeLessThan(Math.max(...ended));
+    const waits = (await Promise.all(handles.map((x) => h.events(x.taskId)))).flat().filter((e) => e.type === "status" && e.status === "waiting");
+    expect(waits.length).toBeGreaterThan(0);
+    expect(waits[0]).toMatchObject({ waiting: { name: "rate-limit:slow-llm", kind: "rate-limit", onTimeout: "continue" } });
+  });
+});
