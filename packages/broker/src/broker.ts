@@ -1,4 +1,4 @@
-import { CONSUMER_GROUP, DEFAULT_RETENTION, type Keys, PRIORITIES } from "@flotilla/core";
+import { CONSUMER_GROUP, DEFAULT_RETENTION, type Keys, PRIORITIES, type Priority } from "@flotilla/core";
 import { isCluster, keySlot } from "@flotilla/core/redis";
 import type { ChainableCommander, Redis } from "ioredis";
 import { type DeadLetter, type DeadLetterInput, parseDeadLetter } from "./dead-letters.ts";
@@ -211,12 +211,15 @@ export class Broker {
       const key = this.keys.lane(queue, priority);
       pipeline.xlen(key).xpending(key, CONSUMER_GROUP).zcard(this.keys.delayed(queue, priority)).xinfo("GROUPS", key);
     }
+    pipeline.xlen(this.keys.deadLetters(queue));
     const replies = (await pipeline.exec()) ?? [];
     const [seconds, micros] = (replies[0]?.[1] as [string, string] | undefined) ?? [String(Date.now() / 1000), "0"];
     const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     let waiting = 0;
     let inFlight = 0;
     let delayed = 0;
+    const lanes = { high: 0, normal: 0, low: 0 };
+    const dead = Number(replies[1 + PRIORITIES.length * 4]?.[1] ?? 0);
     const behind: Array<{ key: string; lastDelivered: string }> = [];
     PRIORITIES.forEach((priority, lane) => {
       const at = 1 + lane * 4;
@@ -224,6 +227,7 @@ export class Broker {
       const len = Number(replies[at]?.[1] ?? 0);
       const pending = replies[at + 1]?.[0] ? 0 : Number((replies[at + 1]?.[1] as [number] | null)?.[0] ?? 0);
       waiting += Math.max(0, len - pending);
+      lanes[priority] = Math.max(0, len - pending);
       inFlight += pending;
       delayed += Number(replies[at + 2]?.[1] ?? 0);
       const group = replies[at + 3]?.[0] ? undefined : groupInfo(replies[at + 3]?.[1], CONSUMER_GROUP);
@@ -238,7 +242,32 @@ export class Broker {
         if (id) oldestWaitMs = Math.max(oldestWaitMs, now - Number(id.split("-")[0]));
       }
     }
-    return { waiting, inFlight, delayed, oldestWaitMs };
+    return { waiting, lanes, inFlight, delayed, dead, oldestWaitMs };
+  }
+
+  /**
+   * The newest dead letter of task `taskId` in its queue, looked for newest first (at most `maxScan`
+   * letters read, 1,000 a call), or undefined when none is left (never dead-lettered, or trimmed).
+   */
+  async findDeadLetter(queue: string, taskId: string, maxScan = 100_000): Promise<DeadLetter | undefined> {
+    let end = "+";
+    for (let scanned = 0; scanned < maxScan; ) {
+      const rows = await this.redis.xrevrange(this.keys.deadLetters(queue), end, "-", "COUNT", 1000);
+      for (const row of rows) {
+        const letter = parseDeadLetter(queue, row);
+        if (letter.taskId === taskId) return letter;
+      }
+      if (rows.length < 1000) return undefined;
+      scanned += rows.length;
+      end = `(${rows.at(-1)![0]}`;
+    }
+    return undefined;
+  }
+
+  /** Deletes every dead letter of a queue (their tasks' FAILED records stay); returns how many there were. */
+  async purgeDeadLetters(queue: string): Promise<number> {
+    const [[, count]] = (await this.redis.multi().xlen(this.keys.deadLetters(queue)).del(this.keys.deadLetters(queue)).exec()) as [[unknown, number]];
+    return count;
   }
 
   protected toEntries(reply: StreamReply, lanes: readonly Lane[]): RawEntry[] {
@@ -268,8 +297,12 @@ export interface QueueDepth {
   waiting: number;
   /** Claimed and not yet done. */
   inFlight: number;
+  /** Waiting entries per lane. */
+  lanes: Record<Priority, number>;
   /** Held back for a retry or a scheduled start. */
   delayed: number;
+  /** Entries in its dead letters. */
+  dead: number;
   /** How long the oldest waiting entry has waited (ms, Redis's clock; 0 when none waits). */
   oldestWaitMs: number;
 }

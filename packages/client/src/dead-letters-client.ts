@@ -1,5 +1,5 @@
 import type { DeadLetter } from "@flotilla/broker";
-import { DeadLetterNotFoundError, parseInput, QueueNameSchema, ValidationError } from "@flotilla/core";
+import { DeadLetterNotFoundError, parseInput, QueueNameSchema, splitTaskId, TaskIdSchema, ValidationError } from "@flotilla/core";
 import { withRedis } from "@flotilla/core/redis";
 import type { ClientContext } from "./context.ts";
 import { TaskHandle } from "./task-handle.ts";
@@ -21,6 +21,18 @@ export class DeadLettersClient {
   async get(queue: string, deadLetterId: string): Promise<DeadLetter | undefined> {
     const q = parseInput(QueueNameSchema, queue, "queue");
     return withRedis(this.ctx.redis, () => this.ctx.broker.getDeadLetter(q, deadLetterId));
+  }
+
+  /** Deletes every dead letter of a queue (the FAILED records of their tasks stay); returns how many there were. */
+  async purge(queue: string): Promise<number> {
+    const q = parseInput(QueueNameSchema, queue, "queue");
+    return withRedis(this.ctx.redis, () => this.ctx.broker.purgeDeadLetters(q));
+  }
+
+  /** The newest dead letter of a task, found newest first in its queue's dead letters; undefined when none is left. */
+  async forTask(taskId: string): Promise<DeadLetter | undefined> {
+    const id = parseInput(TaskIdSchema, taskId, "task id");
+    return withRedis(this.ctx.redis, () => this.ctx.broker.findDeadLetter(splitTaskId(id).queue, id));
   }
 
   /**

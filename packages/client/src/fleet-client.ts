@@ -2,9 +2,20 @@ import type { QueueDepth } from "@flotilla/broker";
 import { parseInput, QueueNameSchema } from "@flotilla/core";
 import { withRedis } from "@flotilla/core/redis";
 import { type FleetStatus, type FleetStatusOptions, getFleetStatus } from "@flotilla/health";
+import { type AlertEvent, readAlerts } from "@flotilla/metrics";
+import { listQueues, readQueueStats } from "@flotilla/store";
 import type { ClientContext } from "./context.ts";
 
 export type { QueueDepth };
+
+/** A queue at a glance: its depth (waiting by lane, in flight, delayed, dead, oldest wait) and what its tasks came to lately. */
+export interface QueueOverview extends QueueDepth {
+  queue: string;
+  /** Outcomes recorded over the last `windowMs` (the fleet's statistics), and that window. */
+  recent: { completed: number; failed: number; cancelled: number; retried: number; windowMs: number };
+  /** 95th percentile of how long its tasks waited before they first started, over that window (ms; undefined: none started). */
+  waitP95Ms: number | undefined;
+}
 
 /** `client.fleet`: the workers and the queues they serve. */
 export class FleetClient {
@@ -19,7 +30,34 @@ export class FleetClient {
     return withRedis(this.ctx.redis, () => getFleetStatus(this.ctx.redis, this.ctx.keys, options));
   }
 
-  /** Waiting, in-flight and delayed entries of a queue, over its lanes, and how long its oldest waiting entry has waited. */
+  /**
+   * Every queue tasks were submitted to, sorted, each with its depth and its recent outcomes (over
+   * the last `windowMs`, from the statistics the workers' scripts count).
+   */
+  async queues(options: { windowMs?: number } = {}): Promise<QueueOverview[]> {
+    const windowMs = options.windowMs ?? 60_000;
+    const { redis, keys, broker } = this.ctx;
+    return withRedis(redis, async () => {
+      const names = await listQueues(redis, keys);
+      return Promise.all(
+        names.map(async (queue) => {
+          const [depth, stats] = await Promise.all([broker.depth(queue), readQueueStats(redis, keys, queue, windowMs)]);
+          const { waitP95Ms, ...recent } = stats;
+          return { queue, ...depth, recent: { ...recent, windowMs }, waitP95Ms };
+        }),
+      );
+    });
+  }
+
+  /**
+   * The fleet's alerts as its workers' `redisStreamSink` keeps them: the latest `count` events, newest
+   * first, and those firing now (per rule and queue, the latest event says firing).
+   */
+  async alerts(options: { count?: number } = {}): Promise<{ events: AlertEvent[]; firing: AlertEvent[] }> {
+    return withRedis(this.ctx.redis, () => readAlerts(this.ctx.redis, this.ctx.keys, options));
+  }
+
+  /** Waiting (by lane), in-flight, delayed and dead entries of a queue, and how long its oldest waiting entry has waited. */
   async queueDepth(queue = "default"): Promise<QueueDepth> {
     const q = parseInput(QueueNameSchema, queue, "queue");
     return withRedis(this.ctx.redis, () => this.ctx.broker.depth(q));

@@ -27,7 +27,7 @@ export { FlotillaClient } from "./client.ts";
 export type { Conversation, ConversationsClient } from "./conversations-client.ts";
 export type { DeadLettersClient } from "./dead-letters-client.ts";
 export { closeDefaultClient, type DistributedOptions, defaultFlotillaClient, distributed } from "./distributed.ts";
-export type { FleetClient, QueueDepth } from "./fleet-client.ts";
+export type { FleetClient, QueueDepth, QueueOverview } from "./fleet-client.ts";
 export type { ClientOptions } from "./options.ts";
 export type { CreateScheduleOptions, ScheduledTaskOptions, SchedulesClient } from "./schedules-client.ts";
 export { type AgentLike, prepareSubmission, type Submission, type SubmissionLimits } from "./submission.ts";

@@ -4,6 +4,7 @@ import {
   ConnectionError,
   checkJsonDepth,
   DEFAULTS,
+  DeadLetterNotFoundError,
   isTerminal,
   type JsonValue,
   JsonValueSchema,
@@ -146,6 +147,27 @@ export class TaskHandle<R = AgentResult> {
     const outcome = await withRedis(this.ctx.redis, () => requestCancel(this.ctx.redis, this.ctx.keys, this.ctx.retention, this.taskId, reason));
     if (outcome.outcome === "missing") throw new TaskNotFoundError(this.taskId);
     return outcome;
+  }
+
+  /**
+   * Runs a FAILED task again: its dead letter is re-queued (see `client.deadLetters.requeue`), the
+   * task back to PENDING with its retries reset. A task with no dead letter left (it did not fail, or
+   * its letter was trimmed or purged) is a DeadLetterNotFoundError; one that is not FAILED a ValidationError.
+   */
+  async retry(): Promise<TaskHandle<R>> {
+    const { queue } = splitTaskId(this.taskId);
+    const letter = await withRedis(this.ctx.redis, () => this.ctx.broker.findDeadLetter(queue, this.taskId));
+    if (!letter) {
+      const record = await this.status();
+      if (record.status !== "FAILED") throw ValidationError.of("task", "taskId", `task ${this.taskId} is ${record.status}; only a FAILED task can be retried`);
+      throw new DeadLetterNotFoundError(queue, `of task ${this.taskId}`);
+    }
+    const revived = await withRedis(this.ctx.redis, () => this.ctx.store.requeueDeadLetter({ ...letter, taskId: this.taskId }));
+    if (revived.outcome === "gone") throw new DeadLetterNotFoundError(queue, letter.id);
+    if (revived.outcome === "refused") {
+      throw ValidationError.of("task", "taskId", `task ${this.taskId} is ${revived.status ?? "gone"}; only a FAILED task can be retried`);
+    }
+    return this;
   }
 
   /**

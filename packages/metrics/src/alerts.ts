@@ -1,4 +1,4 @@
-import { createKeys, ErrorCodes, exponentialDelay, FlotillaError, type Keys, sleep } from "@flotilla/core";
+import { createKeys, ErrorCodes, exponentialDelay, FlotillaError, type Keys, parseJsonOr, sleep } from "@flotilla/core";
 import { closeRedis, formatBytes, type OwnedRedis, openRedis, type RedisConnection, readRedisMemory } from "@flotilla/core/redis";
 import { listQueues } from "@flotilla/store";
 import type { Redis } from "ioredis";
@@ -282,6 +282,33 @@ export function redisStreamSink(redis: Redis, options: { prefix?: string; maxLen
   return async (e) => {
     await redis.xadd(key, "MAXLEN", "~", options.maxLen ?? 10_000, "*", "event", JSON.stringify(e));
   };
+}
+
+/**
+ * The alert events `redisStreamSink` kept, newest first (at most `count`), and which alerts fire now:
+ * per rule and queue, those whose latest event is `firing`. Events that cannot be read are skipped.
+ */
+export async function readAlerts(redis: Redis, keys: Keys, options: { count?: number } = {}): Promise<{ events: AlertEvent[]; firing: AlertEvent[] }> {
+  const rows = await redis.xrevrange(keys.alerts(), "+", "-", "COUNT", options.count ?? 100);
+  const events: AlertEvent[] = [];
+  for (const [, fields] of rows) {
+    const i = fields.indexOf("event");
+    const event = i >= 0 && i % 2 === 0 ? asAlertEvent(parseJsonOr(fields[i + 1], undefined)) : undefined;
+    if (event) events.push(event);
+  }
+  const latest = new Map<string, AlertEvent>();
+  for (const e of events) if (!latest.has(`${e.rule}\u0000${e.queue}`)) latest.set(`${e.rule}\u0000${e.queue}`, e);
+  return { events, firing: [...latest.values()].filter((e) => e.state === "firing") };
+}
+
+/** An alert event as `redisStreamSink` writes it, or undefined for anything else. */
+function asAlertEvent(value: unknown): AlertEvent | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const e = value as Record<string, unknown>;
+  const texts = ["id", "rule", "queue", "message"].every((k) => typeof e[k] === "string");
+  const numbers = ["value", "threshold", "since", "at"].every((k) => typeof e[k] === "number");
+  const kinds = (e.severity === "warning" || e.severity === "critical") && (e.state === "firing" || e.state === "resolved");
+  return texts && numbers && kinds ? (e as unknown as AlertEvent) : undefined;
 }
 
 /** A sink that POSTs each alert event as JSON, retrying with backoff (3 tries by default) until a 2xx. */

@@ -8,6 +8,7 @@ export {
   defaultRules,
   logSink,
   type RuleVerdict,
+  readAlerts,
   redisStreamSink,
   type Severity,
   webhookSink,

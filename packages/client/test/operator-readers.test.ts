@@ -1,0 +1,82 @@
+// What the operator surfaces (CLI, gateway) read and do through the client: queues at a glance,
+// a failed task run again, dead letters purged, alerts read back.
+import { type JsonValue, UnrecoverableError, ValidationError } from "@flotilla/core";
+import { redisStreamSink } from "@flotilla/metrics";
+import { scripted, waitFor } from "@flotilla/testing";
+import { useFlotilla } from "@flotilla/testing/vitest";
+import type { Executor } from "@flotilla/worker";
+import { describe, expect, it } from "vitest";
+
+const env = useFlotilla("operator-readers");
+
+describe("operator readers", () => {
+  it("queues(): waiting by lane, in flight, delayed and dead, and the outcomes of the last minute", async () => {
+    const client = env.client();
+    const agent = scripted("plain");
+    await client.submit(agent, "h", { queue: "ops-q", priority: "high" });
+    await client.submit(agent, "n1", { queue: "ops-q" });
+    await client.submit(agent, "n2", { queue: "ops-q" });
+    await client.submit(agent, "l", { queue: "ops-q", priority: "low" });
+    await client.submit(agent, "later", { queue: "ops-q", delayMs: 60_000 });
+    const before = (await client.fleet.queues()).find((q) => q.queue === "ops-q");
+    expect(before).toMatchObject({ waiting: 4, lanes: { high: 1, normal: 2, low: 1 }, inFlight: 0, delayed: 1, dead: 0 });
+    expect(before!.oldestWaitMs).toBeGreaterThanOrEqual(0);
+
+    await env.worker({ queues: ["ops-q"] });
+    const failing = await client.submit(scripted("broken", { failWith: "no" }), "x", { queue: "ops-q" });
+    await expect(failing.result({ timeoutMs: 10_000 })).rejects.toMatchObject({ code: "TASK_FAILED" });
+    const after = await waitFor(async () => {
+      const q = (await client.fleet.queues()).find((x) => x.queue === "ops-q");
+      return q && q.recent.completed === 4 ? q : undefined;
+    });
+    expect(after).toMatchObject({ waiting: 0, delayed: 1, dead: 1, recent: { completed: 4, failed: 1, windowMs: 60_000 } });
+    expect(after.waitP95Ms).toBeDefined();
+  });
+
+  it("retry(): a FAILED task runs again from its dead letter; one that did not fail is refused", async () => {
+    let calls = 0;
+    const flaky: Executor = {
+      execute: async (): Promise<JsonValue> => {
+        calls++;
+        if (calls === 1) throw new UnrecoverableError("down for now");
+        return "ok";
+      },
+    };
+    await env.worker({ queues: ["ops-retry"], executor: flaky });
+    const client = env.client();
+    const handle = await client.submit(scripted("flaky"), "x", { queue: "ops-retry" });
+    await expect(handle.result({ timeoutMs: 10_000 })).rejects.toMatchObject({ taskError: { code: "UNRECOVERABLE" } });
+    expect(await client.deadLetters.forTask(handle.taskId)).toMatchObject({ taskId: handle.taskId });
+    await handle.retry();
+    expect(await handle.result({ timeoutMs: 10_000 })).toBe("ok");
+    expect(await handle.status()).toMatchObject({ status: "COMPLETED", retries: 0 });
+    expect(await client.deadLetters.forTask(handle.taskId)).toBeUndefined();
+    await expect(handle.retry()).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it("deadLetters.purge(): deletes a queue's dead letters and says how many", async () => {
+    await env.worker({ queues: ["ops-purge"] });
+    const client = env.client();
+    const broken = scripted("broken", { failWith: "no" });
+    const handles = await client.submitMany([1, 2, 3].map((i) => ({ agent: broken, input: `x${i}`, options: { queue: "ops-purge" } })));
+    await Promise.all(handles.map((h) => h.result({ timeoutMs: 10_000 }).catch(() => {})));
+    expect(await client.deadLetters.list("ops-purge")).toHaveLength(3);
+    expect(await client.deadLetters.purge("ops-purge")).toBe(3);
+    expect(await client.deadLetters.list("ops-purge")).toEqual([]);
+    expect(await client.deadLetters.purge("ops-purge")).toBe(0);
+    // Their records stay FAILED; with no letter left, retry says so.
+    await expect(handles[0]!.retry()).rejects.toMatchObject({ code: "DEAD_LETTER_NOT_FOUND" });
+  });
+
+  it("fleet.alerts(): the events the workers' stream sink kept, newest first, and those firing now", async () => {
+    const sink = redisStreamSink(env.redis, { prefix: env.prefix });
+    const base = { severity: "warning" as const, message: "m", value: 2, threshold: 1, since: 1, at: 1 };
+    await sink({ ...base, id: "a1", rule: "queue_backlog", queue: "q1", state: "firing" });
+    await sink({ ...base, id: "a2", rule: "queue_backlog", queue: "q2", state: "firing" });
+    await sink({ ...base, id: "a1", rule: "queue_backlog", queue: "q1", state: "resolved" });
+    await env.redis.xadd(env.keys.alerts(), "*", "event", "not json");
+    const { events, firing } = await env.client().fleet.alerts();
+    expect(events.map((e) => `${e.queue}:${e.state}`)).toEqual(["q1:resolved", "q2:firing", "q1:firing"]);
+    expect(firing.map((e) => e.queue)).toEqual(["q2"]);
+  });
+});
