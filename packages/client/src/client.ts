@@ -8,6 +8,7 @@ import {
   type JsonValue,
   type Keys,
   LifecycleError,
+  NotReplicatedError,
   parseInput,
   QueueNameSchema,
   type ResultOf,
@@ -16,7 +17,7 @@ import {
   TaskStatusSchema,
   ValidationError,
 } from "@flotilla/core";
-import { closeRedis, type OwnedRedis, openRedis, SubscriberHub, withRedis } from "@flotilla/core/redis";
+import { closeRedis, type OwnedRedis, openRedis, SubscriberHub, waitForReplicas, withRedis } from "@flotilla/core/redis";
 import { StatusFeed } from "@flotilla/events";
 import {
   type CompiledGraph,
@@ -162,6 +163,7 @@ export class FlotillaClient {
           } = await this.store.createMany(s.options.queue, [{ ...this.newTask(s), submitId: randomUUID() }]);
           if (lanesMade) await this.queueRemade(s.options.queue);
           if (!created) throw new DuplicateTaskError(s.taskId);
+          await this.replicated(s.options.queue, [s.taskId]);
           this.options.metrics.add(METRICS.submitted, 1, { queue: s.options.queue, agent: s.agent.name });
           return new TaskHandle<ResultOf<A>>(this.ctx, s.taskId);
         } catch (err) {
@@ -212,6 +214,10 @@ export class FlotillaClient {
             });
             const replies = await this.store.createMany(queue, tasks);
             if (replies.lanesMade) await this.queueRemade(queue);
+            await this.replicated(
+              queue,
+              indexes.filter((_, j) => replies.created[j] === true).map((i) => prepared[i]!.taskId),
+            );
             indexes.forEach((i, j) => {
               created[i] = replies.created[j] === true;
             });
@@ -301,6 +307,14 @@ export class FlotillaClient {
    */
   private async queueRemade(queue: string): Promise<void> {
     await this.store.registerQueue(queue);
+  }
+
+  /** With `durableSubmit`: resolves once enough replicas have this connection's writes to `queue`'s slot, else a NotReplicatedError. */
+  private async replicated(queue: string, taskIds: readonly string[]): Promise<void> {
+    const durable = this.options.durableSubmit;
+    if (!durable || taskIds.length === 0) return;
+    const acked = await waitForReplicas(this.conn.redis, this.keys.lane(queue, "normal"), durable.replicas, durable.timeoutMs);
+    if (acked < durable.replicas) throw new NotReplicatedError(taskIds, acked, durable.replicas, durable.timeoutMs);
   }
 
   private newTask(s: Submission): NewTask {

@@ -29,6 +29,15 @@ export interface ClientOptions {
    * (e.g. `{ chat: 4 }`: at most 4 of a tenant's chat tasks at once). @default {}: such a task's limit is 1
    */
   concurrencyLimits?: Record<string, number>;
+  /**
+   * Durable submits: a submit resolves only once `replicas` replicas of the queue's master have its
+   * task (Redis WAIT after the write, for up to `timeoutMs`, default 1_000). Fewer in time: a
+   * NotReplicatedError (code NOT_REPLICATED) naming the tasks, which exist on the master and may
+   * not survive a failover now (look them up before you submit them again). Costs one round trip
+   * per submit (per queue of a submitMany). @default undefined: a submit resolves once the master
+   * has the task, and a failover in the next moments may lose it (replication is asynchronous)
+   */
+  durableSubmit?: { replicas: number; timeoutMs?: number };
 }
 
 export interface ResolvedClientOptions {
@@ -41,7 +50,10 @@ export interface ResolvedClientOptions {
   memory: Record<string, MemoryStore> | undefined;
   metrics: FlotillaMetrics;
   concurrencyLimits: Record<string, number>;
+  durableSubmit: { replicas: number; timeoutMs: number } | undefined;
 }
+
+const DurableSubmitSchema = z.object({ replicas: z.number().int().min(1).max(100), timeoutMs: z.number().int().positive().default(1_000) }).strict();
 
 const ConcurrencyLimitsSchema = z.record(QueueNameSchema, z.number().int().min(1).max(100_000));
 
@@ -57,5 +69,6 @@ export function resolveClientOptions(options: ClientOptions): ResolvedClientOpti
     memory: options.memory,
     metrics: options.metrics ?? defaultMetrics(),
     concurrencyLimits: parseInput(ConcurrencyLimitsSchema, options.concurrencyLimits ?? {}, "concurrencyLimits"),
+    durableSubmit: options.durableSubmit === undefined ? undefined : parseInput(DurableSubmitSchema, options.durableSubmit, "durableSubmit"),
   };
 }

@@ -1,6 +1,6 @@
 // What the operator surfaces (CLI, gateway) read and do through the client: queues at a glance,
 // a failed task run again, dead letters purged, alerts read back.
-import { type JsonValue, UnrecoverableError, ValidationError } from "@flotilla/core";
+import { type JsonValue, NotReplicatedError, UnrecoverableError, ValidationError } from "@flotilla/core";
 import { redisStreamSink } from "@flotilla/metrics";
 import { scripted, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
@@ -78,5 +78,18 @@ describe("operator readers", () => {
     const { events, firing } = await env.client().fleet.alerts();
     expect(events.map((e) => `${e.queue}:${e.state}`)).toEqual(["q1:resolved", "q2:firing", "q1:firing"]);
     expect(firing.map((e) => e.queue)).toEqual(["q2"]);
+  });
+
+  it("durableSubmit: a submit that fewer replicas acknowledge in time than asked is a NotReplicatedError; its task is on the master", async () => {
+    // More replicas than any test Redis has (the cluster's masters have one each).
+    const client = env.client({ durableSubmit: { replicas: 5, timeoutMs: 50 } });
+    const err = await client.submit(scripted("d"), "x", { queue: "ops-durable" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NotReplicatedError);
+    const { taskIds } = err as NotReplicatedError;
+    expect(taskIds).toHaveLength(1);
+    expect(await client.handle(taskIds[0]!).status()).toMatchObject({ status: "PENDING" });
+    const many = await client.submitMany([1, 2].map((i) => ({ agent: scripted("d"), input: `m${i}`, options: { queue: "ops-durable" } }))).catch((e: unknown) => e);
+    expect(many).toMatchObject({ code: "NOT_REPLICATED", taskIds: [expect.any(String), expect.any(String)] });
+    expect(() => env.client({ durableSubmit: { replicas: 0 } })).toThrow(/durableSubmit/);
   });
 });

@@ -75,6 +75,8 @@ describe("through Redis Sentinel", () => {
     const workers = [0, 1].map(() => new Worker({ redis, prefix, queues: [queue], concurrency: 6, leaseMs: 3000, blockMs: 500, heartbeatTtlMs: 3000 }));
     await Promise.all(workers.map((w) => w.start()));
     const client = new FlotillaClient({ redis, prefix });
+    // Durable submits: acknowledged only once the replica has the task (WAIT).
+    const durable = new FlotillaClient({ redis: sentinel.connection(), prefix, durableSubmit: { replicas: 1, timeoutMs: 500 } });
     // About 2 s a run: tasks are running when the master changes.
     const agent = scripted("steady", { reply: "one two three four five six seven", tokenDelayMs: 250 });
     // Quick ones for the submits during the failover, so they do not keep the workers from the rest.
@@ -95,11 +97,23 @@ describe("through Redis Sentinel", () => {
 
       // Submits go on while the master changes, each noted with when it was acknowledged.
       const during: Array<{ handle: TaskHandle; ackedAt: number }> = [];
+      const durableAcked: TaskHandle[] = [];
+      let durableRefused = 0;
       let submitting = true;
       const submitter = (async () => {
         for (let i = 0; submitting; i++) {
           const handle = await client.submit(quick, `during ${i}`, { queue }).catch(() => undefined);
           if (handle) during.push({ handle, ackedAt: Date.now() });
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      })();
+      const durableSubmitter = (async () => {
+        for (let i = 0; submitting; i++) {
+          const handle = await durable.submit(quick, `durable ${i}`, { queue }).catch((err: { code?: string }) => {
+            if (err.code === ErrorCodes.NOT_REPLICATED) durableRefused++;
+            return undefined;
+          });
+          if (handle) durableAcked.push(handle);
           await new Promise((r) => setTimeout(r, 50));
         }
       })();
@@ -111,7 +125,7 @@ describe("through Redis Sentinel", () => {
       await watcher.subscribe("+failover-state-send-slaveof-noone", "+switch-master");
       const { from, to } = await sentinel.failover();
       submitting = false;
-      await submitter;
+      await Promise.all([submitter, durableSubmitter]);
       watcher.disconnect();
       expect(to.port).not.toBe(from.port);
       const promotedAt = announced.get("+failover-state-send-slaveof-noone")!;
@@ -147,7 +161,22 @@ describe("through Redis Sentinel", () => {
       const outside = lost.filter((l) => l.ackedAt < promotedAt - 500 || l.ackedAt > switchedAt + 2000);
       expect(outside.map((l) => `${l.taskId} acknowledged ${l.ackedAt - promotedAt} ms after the promotion`)).toEqual([]);
       expect(failures(kept, await settle(kept))).toEqual([]);
-      const measured = { submittedDuring: during.length, lost: lost.length, promotionToSwitchMs: switchedAt - promotedAt };
+      // Every durable submit that was acknowledged survived the failover: the replica had it first.
+      const durableLost: string[] = [];
+      for (const handle of durableAcked) {
+        await handle.status().catch((err: { code?: string }) => {
+          if (err.code !== ErrorCodes.TASK_NOT_FOUND) throw err;
+          durableLost.push(handle.taskId);
+        });
+      }
+      expect(durableAcked.length).toBeGreaterThan(0);
+      expect(durableLost).toEqual([]);
+      const measured = {
+        submittedDuring: during.length,
+        lost: lost.length,
+        promotionToSwitchMs: switchedAt - promotedAt,
+        durable: { acknowledged: durableAcked.length, refused: durableRefused, lost: durableLost.length },
+      };
       console.log(JSON.stringify({ sentinelFailover: measured }));
 
       // The stream that was open through the failover ended with the task's end.
@@ -161,6 +190,7 @@ describe("through Redis Sentinel", () => {
       // The workers beat on the new master: the fleet sees both alive.
       await waitFor(async () => (await client.fleet.status()).workers.filter((w) => w.alive).length === 2, { what: "both workers alive on the new master" });
     } finally {
+      await durable.close();
       await client.close();
       await Promise.all(workers.map((w) => w.stop({ drainTimeoutMs: 2000 })));
     }

@@ -84,6 +84,11 @@ export const ErrorCodes = {
   SUBSCRIPTION_NOT_FOUND: "SUBSCRIPTION_NOT_FOUND",
   /** A task waited for a signal (an approval) longer than its `timeoutMs`, and its wait says `onTimeout: "fail"`. */
   SIGNAL_TIMEOUT: "SIGNAL_TIMEOUT",
+  /**
+   * A durable submit (the client's `durableSubmit`) that fewer replicas acknowledged in time than it
+   * asks for: the task was written to the master, and a failover right now could lose it.
+   */
+  NOT_REPLICATED: "NOT_REPLICATED",
   /** A signal sent to a task that is not WAITING for a signal of that name (it never asked, was already resumed, or ended). */
   NOT_WAITING: "NOT_WAITING",
 } as const;
@@ -170,6 +175,21 @@ export class TaskNotFoundError extends FlotillaError {
   constructor(taskId: string) {
     super(ErrorCodes.TASK_NOT_FOUND, `no task with id "${taskId}" (never submitted, or expired)`);
     this.taskId = taskId;
+  }
+}
+
+/** A durable submit that fewer replicas acknowledged in time than asked: the tasks exist on the master, and may not survive a failover. */
+export class NotReplicatedError extends FlotillaError {
+  readonly taskIds: readonly string[];
+  readonly replicas: number;
+  constructor(taskIds: readonly string[], replicas: number, wanted: number, timeoutMs: number) {
+    super(
+      ErrorCodes.NOT_REPLICATED,
+      `${taskIds.length === 1 ? `task ${taskIds[0]} is` : `${taskIds.length} tasks are`} on ${replicas} of the ${wanted} replicas asked for after ${timeoutMs} ms: a failover now could lose ${taskIds.length === 1 ? "it" : "them"}`,
+      { details: { taskIds, replicas, wanted } },
+    );
+    this.taskIds = taskIds;
+    this.replicas = replicas;
   }
 }
 

@@ -17,6 +17,7 @@ export {
   isRetryable,
   LifecycleError,
   NON_RETRYABLE_CODES,
+  NotReplicatedError,
   NotWaitingError,
   RedisFullError,
   TaskCancelledError,

@@ -31,5 +31,6 @@ export {
 } from "./connection.ts";
 export { LuaScript, type ScriptSource } from "./lua-script.ts";
 export { formatBytes, isFull, parseMemoryInfo, type RedisMemory, readRedisMemory } from "./memory.ts";
+export { waitForReplicas } from "./replicas.ts";
 export { isSentinelConnection, type SentinelConnection } from "./sentinel.ts";
 export { type MessageListener, SubscriberHub, type SubscriberHubOptions, type Unsubscribe } from "./subscriber-hub.ts";
