@@ -2,7 +2,7 @@
 // a failed task run again, dead letters purged, alerts read back.
 import { type JsonValue, NotReplicatedError, UnrecoverableError, ValidationError } from "@flotilla/core";
 import { redisStreamSink } from "@flotilla/metrics";
-import { scripted, waitFor } from "@flotilla/testing";
+import { onCluster, scripted, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import type { Executor } from "@flotilla/worker";
 import { describe, expect, it } from "vitest";
@@ -91,5 +91,10 @@ describe("operator readers", () => {
     const many = await client.submitMany([1, 2].map((i) => ({ agent: scripted("d"), input: `m${i}`, options: { queue: "ops-durable" } }))).catch((e: unknown) => e);
     expect(many).toMatchObject({ code: "NOT_REPLICATED", taskIds: [expect.any(String), expect.any(String)] });
     expect(() => env.client({ durableSubmit: { replicas: 0 } })).toThrow(/durableSubmit/);
+    if (onCluster()) {
+      // Each master of the suite's cluster has a replica: WAIT asked of the slot's master says so.
+      const replicated = env.client({ durableSubmit: { replicas: 1, timeoutMs: 5_000 } });
+      for (const queue of ["ops-durable", "ops-durable-2", "ops-durable-3"]) await replicated.submit(scripted("d"), "y", { queue });
+    }
   });
 });
