@@ -36,6 +36,9 @@ Options (each also read from the environment variable shown):
   --drain-timeout MS     FLOTILLA_DRAIN_TIMEOUT_MS  default ${DEFAULTS.drainTimeoutMs}
   --default-timeout MS   FLOTILLA_DEFAULT_TIMEOUT_MS  a task's timeout when it sets none (default: no limit)
   --queue-timeouts q=MS,… FLOTILLA_QUEUE_TIMEOUTS  per-queue defaults over --default-timeout
+  --signing-secrets S,…  FLOTILLA_SIGNING_SECRETS  run only tasks signed with one of these (the first
+                                                signs the tasks this worker creates); prefer the env
+                                                var: a command line is visible to other users
   --heartbeat-ttl MS     FLOTILLA_HEARTBEAT_TTL_MS  default ${DEFAULTS.heartbeatTtlMs}
   --lease MS             FLOTILLA_LEASE_MS      default ${DEFAULTS.leaseMs}
   --worker-id ID         FLOTILLA_WORKER_ID     default <hostname>-<pid>-<random>
@@ -71,6 +74,16 @@ const ConfigFields = z.object({
   module: z.string().optional(),
   drainTimeoutMs: z.coerce.number().int().min(0).default(DEFAULTS.drainTimeoutMs),
   defaultTimeoutMs: z.coerce.number().int().positive().optional(),
+  signingSecrets: z
+    .string()
+    .transform((s) =>
+      s
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().min(16, "each secret must be at least 16 characters")).min(1))
+    .optional(),
   queueTimeouts: z
     .string()
     .transform((s) =>
@@ -123,6 +136,7 @@ const SOURCES: Record<string, { flag: string; env: string }> = {
   drainTimeoutMs: { flag: "drain-timeout", env: "FLOTILLA_DRAIN_TIMEOUT_MS" },
   defaultTimeoutMs: { flag: "default-timeout", env: "FLOTILLA_DEFAULT_TIMEOUT_MS" },
   queueTimeouts: { flag: "queue-timeouts", env: "FLOTILLA_QUEUE_TIMEOUTS" },
+  signingSecrets: { flag: "signing-secrets", env: "FLOTILLA_SIGNING_SECRETS" },
   heartbeatTtlMs: { flag: "heartbeat-ttl", env: "FLOTILLA_HEARTBEAT_TTL_MS" },
   leaseMs: { flag: "lease", env: "FLOTILLA_LEASE_MS" },
   workerId: { flag: "worker-id", env: "FLOTILLA_WORKER_ID" },

@@ -60,6 +60,7 @@ async function main(): Promise<number> {
     leaseMs: config.leaseMs,
     ...(config.defaultTimeoutMs !== undefined && { defaultTimeoutMs: config.defaultTimeoutMs }),
     ...(config.queueTimeouts && { queueTimeouts: config.queueTimeouts }),
+    ...(config.signingSecrets && { signingSecrets: config.signingSecrets }),
     tools: mod.tools,
     ...(mod.providerFactory && { providerFactory: mod.providerFactory }),
     ...(mod.openAICompatible && { openAICompatible: mod.openAICompatible }),

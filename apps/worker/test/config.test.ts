@@ -20,6 +20,13 @@ describe("loadConfig", () => {
     expect(() => loadConfig(["--queue-timeouts", "chat=-1"], {})).toThrow(/queueTimeouts/);
   });
 
+  it("reads the signing secrets from the environment, the first one first; refuses a short one", () => {
+    const config = loadConfig([], { FLOTILLA_SIGNING_SECRETS: "current-secret-0123456, older-secret-9876543" }) as WorkerAppConfig;
+    expect(config.signingSecrets).toEqual(["current-secret-0123456", "older-secret-9876543"]);
+    expect((loadConfig([], {}) as WorkerAppConfig).signingSecrets).toBeUndefined();
+    expect(() => loadConfig([], { FLOTILLA_SIGNING_SECRETS: "short" })).toThrow(/signingSecrets/);
+  });
+
   it("rejects bad values naming them", () => {
     expect(() => loadConfig([], { FLOTILLA_QUEUES: "a{b}" })).toThrow(ValidationError);
     expect(() => loadConfig(["--log-level", "loud"], {})).toThrow(/logLevel/);

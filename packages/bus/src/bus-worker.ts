@@ -30,6 +30,8 @@ export interface BusWorkerStart {
   workerId: string;
   blocking: () => Redis;
   connection: import("@flotilla/core/redis").RedisConnection | undefined;
+  /** The secret the agent tasks it creates are signed with (the worker's), if any. */
+  signingSecret?: string | undefined;
 }
 
 /**
@@ -75,7 +77,7 @@ export class BusWorker {
     const replier = new Replier(publisher, this.tuning.source ?? deps.workerId);
     if (this.all.some((s) => s.agent)) {
       const { FlotillaClient } = await import("@flotilla/client");
-      this.client = new FlotillaClient({ redis: deps.connection, prefix: deps.keys.prefix });
+      this.client = new FlotillaClient({ redis: deps.connection, prefix: deps.keys.prefix, ...(deps.signingSecret && { signingSecret: deps.signingSecret }) });
     }
     this.consumers = this.all.map(
       (sub) =>

@@ -86,7 +86,7 @@ export class FlotillaClient {
     this.keys = createKeys(o.prefix);
     this.conn = openRedis(o.redis, "command", { failFast: true, connectTimeoutMs: o.connectTimeoutMs });
     this.conn.redis.on("error", () => {}); // surfaced per command as ConnectionError
-    this.store = new TaskStore(this.conn.redis, this.keys, o.retention);
+    this.store = new TaskStore(this.conn.redis, this.keys, o.retention, {}, { signingSecret: o.signingSecret });
     this.broker = new Broker(this.conn.redis, this.keys, { deadLetterMaxLen: o.retention.deadLetterMaxLen });
     this.ctx = {
       redis: this.conn.redis,
@@ -112,6 +112,7 @@ export class FlotillaClient {
         keys: this.keys,
         blocking: () => openRedis(o.redis, "blocking", { connectTimeoutMs: o.connectTimeoutMs }).redis,
         eventSource: async () => ({ redis: this.conn.redis, hub: await this.hub(), keys: this.keys, statusFeed: await this.ctx.statusFeed() }),
+        signingSecret: o.signingSecret,
       },
     );
   }

@@ -38,6 +38,11 @@ export interface ClientOptions {
    * has the task, and a failover in the next moments may lose it (replication is asynchronous)
    */
   durableSubmit?: { replicas: number; timeoutMs?: number };
+  /**
+   * Signed tasks: every task this client submits is signed (HMAC-SHA256 of its id, payload and
+   * metadata) with this secret, for workers that verify (`signingSecrets`). @default undefined: unsigned
+   */
+  signingSecret?: string;
 }
 
 export interface ResolvedClientOptions {
@@ -51,8 +56,10 @@ export interface ResolvedClientOptions {
   metrics: FlotillaMetrics;
   concurrencyLimits: Record<string, number>;
   durableSubmit: { replicas: number; timeoutMs: number } | undefined;
+  signingSecret: string | undefined;
 }
 
+const SigningSecretSchema = z.string().min(16, "must be at least 16 characters");
 const DurableSubmitSchema = z.object({ replicas: z.number().int().min(1).max(100), timeoutMs: z.number().int().positive().default(1_000) }).strict();
 
 const ConcurrencyLimitsSchema = z.record(QueueNameSchema, z.number().int().min(1).max(100_000));
@@ -70,5 +77,6 @@ export function resolveClientOptions(options: ClientOptions): ResolvedClientOpti
     metrics: options.metrics ?? defaultMetrics(),
     concurrencyLimits: parseInput(ConcurrencyLimitsSchema, options.concurrencyLimits ?? {}, "concurrencyLimits"),
     durableSubmit: options.durableSubmit === undefined ? undefined : parseInput(DurableSubmitSchema, options.durableSubmit, "durableSubmit"),
+    signingSecret: options.signingSecret === undefined ? undefined : parseInput(SigningSecretSchema, options.signingSecret, "signingSecret"),
   };
 }

@@ -88,7 +88,9 @@ describe("operator readers", () => {
     const { taskIds } = err as NotReplicatedError;
     expect(taskIds).toHaveLength(1);
     expect(await client.handle(taskIds[0]!).status()).toMatchObject({ status: "PENDING" });
-    const many = await client.submitMany([1, 2].map((i) => ({ agent: scripted("d"), input: `m${i}`, options: { queue: "ops-durable" } }))).catch((e: unknown) => e);
+    const many = await client
+      .submitMany([1, 2].map((i) => ({ agent: scripted("d"), input: `m${i}`, options: { queue: "ops-durable" } })))
+      .catch((e: unknown) => e);
     expect(many).toMatchObject({ code: "NOT_REPLICATED", taskIds: [expect.any(String), expect.any(String)] });
     expect(() => env.client({ durableSubmit: { replicas: 0 } })).toThrow(/durableSubmit/);
     if (onCluster()) {

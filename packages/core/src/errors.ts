@@ -89,6 +89,8 @@ export const ErrorCodes = {
    * asks for: the task was written to the master, and a failover right now could lose it.
    */
   NOT_REPLICATED: "NOT_REPLICATED",
+  /** A worker that verifies signatures read a task with none, or one that does not match it (written by someone without the secret, or changed since). */
+  BAD_SIGNATURE: "BAD_SIGNATURE",
   /** A signal sent to a task that is not WAITING for a signal of that name (it never asked, was already resumed, or ended). */
   NOT_WAITING: "NOT_WAITING",
 } as const;
@@ -315,6 +317,7 @@ export const NON_RETRYABLE_CODES: readonly string[] = [
   ErrorCodes.UNRECOVERABLE,
   ErrorCodes.OUTPUT_INVALID,
   ErrorCodes.SIGNAL_TIMEOUT,
+  ErrorCodes.BAD_SIGNATURE,
   ErrorCodes.UNKNOWN_MEMORY,
   ErrorCodes.CANCELLED,
   ErrorCodes.UNKNOWN_NODE_TYPE,

@@ -84,12 +84,13 @@ export class GraphEngine {
   /** Told when a hand-off ended a run (its record as loaded, the status it ended with and when, on Redis's clock). */
   onRunEnded: ((run: RunRecord, status: "SUCCEEDED" | "FAILED" | "CANCELLED", endedAt: number) => void) | undefined;
 
-  constructor(redis: Redis, keys: Keys, log: Logger = silentLogger) {
+  /** `signingSecret`: the node tasks it creates are signed with it (signed tasks: see @flotilla/store). */
+  constructor(redis: Redis, keys: Keys, log: Logger = silentLogger, options: { signingSecret?: string | undefined } = {}) {
     this.redis = redis;
     this.keys = keys;
     this.log = log;
     this.runs = new RunStore(redis, keys);
-    this.tasks = new TaskStore(redis, keys, DEFAULT_RETENTION);
+    this.tasks = new TaskStore(redis, keys, DEFAULT_RETENTION, {}, { signingSecret: options.signingSecret });
   }
 
   /** The task id of an instance of a run. */

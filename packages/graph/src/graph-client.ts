@@ -26,6 +26,8 @@ export interface GraphClientOptions {
   redis?: RedisConnection;
   /** Key prefix shared with the workers. @default "flotilla" */
   prefix?: string;
+  /** Signed tasks: the node tasks it creates are signed with this secret (see the workers' `signingSecrets`). @default undefined: unsigned */
+  signingSecret?: string;
 }
 
 export const StartGraphOptionsSchema = z
@@ -59,6 +61,8 @@ export interface SharedConnections {
   blocking: () => Redis;
   /** The subscriber and status feed node streams read through. */
   eventSource: () => Promise<EventSource>;
+  /** The secret the node tasks it creates are signed with, if any. */
+  signingSecret?: string | undefined;
 }
 
 /**
@@ -98,7 +102,7 @@ export class GraphClient {
       };
     }
     this.keys = this.shared.keys;
-    this.engine = new GraphEngine(this.shared.redis, this.keys);
+    this.engine = new GraphEngine(this.shared.redis, this.keys, undefined, { signingSecret: this.shared.signingSecret ?? options.signingSecret });
     this.templates = new GraphTemplates(this.shared.redis, this.keys);
   }
 

@@ -115,8 +115,8 @@ export class GraphWorker {
     this.maxOutputBytes = options.maxOutputBytes ?? DEFAULTS.maxNodeOutputBytes;
   }
 
-  async start(deps: { redis: Redis; keys: Keys; logger: Logger; metrics?: FlotillaMetrics | undefined }): Promise<void> {
-    this.engine = new GraphEngine(deps.redis, deps.keys, deps.logger);
+  async start(deps: { redis: Redis; keys: Keys; logger: Logger; metrics?: FlotillaMetrics | undefined; signingSecret?: string | undefined }): Promise<void> {
+    this.engine = new GraphEngine(deps.redis, deps.keys, deps.logger, { signingSecret: deps.signingSecret });
     this.log = deps.logger;
     const { metrics } = deps;
     this.metrics = metrics;

@@ -11,5 +11,6 @@ export type { ListTasksOptions, TaskPage } from "./listing.ts";
 export { clearHandoffs, listQueues, readAttempt, readCancelRequests, readHandoffs, readRunning } from "./readers.ts";
 export { parseTaskRecord, RECORD_FIELDS, type RecordField, TaskRecordSchema, type TaskResult } from "./record.ts";
 export type { FinishInput, FinishOutcome, RunnableTask, SettleInput, StartReply } from "./replies.ts";
+export { taskSignature, verifyTaskSignature } from "./signing.ts";
 export { type QueueStats, readQueueStats } from "./stats.ts";
 export { type NewTask, TaskStore } from "./task-store.ts";

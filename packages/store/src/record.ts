@@ -36,6 +36,7 @@ export const RECORD_FIELDS = {
   handoff: '"1" on a graph node task: the script that ends it notes it in its queue\'s hand-off set (see includes/noteHandoff.lua)',
   concurrencyKey: "its concurrency key: at most concurrencyLimit of the queue's tasks with it run at once",
   concurrencyLimit: "how many tasks of its concurrency key may run at once",
+  signature: "its creator's HMAC-SHA256 of its id, payload and metadata (signed tasks: see signing.ts); workers that verify refuse a task without a good one",
   // Where it is (written by the start, settle, cancel and requeue scripts).
   status: "PENDING | RUNNING | RETRYING | WAITING | COMPLETED | FAILED | CANCELLED",
   attempt: "the current attempt's number: every start adds one, and fences the attempts before it",

@@ -36,6 +36,8 @@ export interface RunnableTask {
   resume: string | undefined;
   /** JSON of the signal that resumed it (none with `resume`: the wait timed out). */
   signal: string | undefined;
+  /** Its creator's signature (hex HMAC-SHA256), if it was signed. */
+  signature: string | undefined;
 }
 
 interface EntryRef {
@@ -120,6 +122,7 @@ function parseRun(queue: string, r: readonly unknown[]): StartReply {
     trace: f.trace || undefined,
     resume: f.resume || undefined,
     signal: f.signal || undefined,
+    signature: f.signature || undefined,
   };
 }
 

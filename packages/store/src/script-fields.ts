@@ -22,6 +22,7 @@ export const CREATE_TASK_FIELDS = [
   "handoff",
   "concurrencyKey",
   "concurrencyLimit",
+  "signature",
 ] as const;
 
 /** start-4.lua, per entry (ARGV[8..]). */
@@ -62,6 +63,7 @@ export const RUN_REPLY_FIELDS = [
   "trace",
   "resume",
   "signal",
+  "signature",
 ] as const;
 
 export type Row<F extends readonly string[]> = { readonly [K in F[number]]: string | number };

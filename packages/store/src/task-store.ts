@@ -18,6 +18,7 @@ import { PUBLIC_FIELDS, recordFromValues, type TaskResult } from "./record.ts";
 import { type FinishOutcome, optStatus, parseFinish, parseStartReplies, type SettleInput, type StartReply } from "./replies.ts";
 import { CREATE_TASK_FIELDS, encodeRow, SETTLE_OUTCOME_FIELDS, START_ENTRY_FIELDS } from "./script-fields.ts";
 import { scripts } from "./scripts.ts";
+import { taskSignature } from "./signing.ts";
 
 export interface NewTask {
   /** `<queue>/<name>`. */
@@ -77,14 +78,23 @@ export class TaskStore {
   protected readonly keys: Keys;
   private readonly retention: Retention;
   private readonly byQueue: Readonly<Record<string, Retention>>;
+  private readonly signingSecret: string | undefined;
   private createsSinceTrim = 0;
 
   /** `byQueue`: queues whose retention differs from `retention` (a worker's `queueRetention`). */
-  constructor(redis: Redis, keys: Keys, retention: Retention, byQueue: Readonly<Record<string, Retention>> = {}) {
+  /** `signingSecret`: every task this store creates is signed with it (see signing.ts). */
+  constructor(
+    redis: Redis,
+    keys: Keys,
+    retention: Retention,
+    byQueue: Readonly<Record<string, Retention>> = {},
+    options: { signingSecret?: string | undefined } = {},
+  ) {
     this.redis = redis;
     this.keys = keys;
     this.retention = retention;
     this.byQueue = byQueue;
+    this.signingSecret = options.signingSecret;
     for (const s of Object.values(scripts)) s.install(redis);
   }
 
@@ -128,6 +138,7 @@ export class TaskStore {
           handoff: t.handoff ? 1 : "",
           concurrencyKey: t.concurrency?.key ?? "",
           concurrencyLimit: t.concurrency?.limit ?? "",
+          signature: this.signingSecret === undefined ? "" : taskSignature(this.signingSecret, t.taskId, t.payload, metadata),
         },
         args,
       );

@@ -27,7 +27,7 @@ import {
 } from "@flotilla/core";
 import { type AgentEvent, EventPublisher } from "@flotilla/events";
 import { extractTrace, type FlotillaMetrics, METRICS, SpanKind, withSpan } from "@flotilla/metrics";
-import type { FinishInput, StartReply } from "@flotilla/store";
+import { type FinishInput, type StartReply, verifyTaskSignature } from "@flotilla/store";
 import { SpanStatusCode } from "@opentelemetry/api";
 import type { Redis } from "ioredis";
 import { z } from "zod";
@@ -70,6 +70,8 @@ export interface AttemptDeps {
   maxJsonDepth?: number | undefined;
   /** Largest task read (payload and metadata, bytes): a bigger one is not parsed. @default DEFAULTS.workerMaxPayloadBytes */
   maxPayloadBytes?: number | undefined;
+  /** When set, only tasks signed with one of these run; others fail BAD_SIGNATURE. */
+  signingSecrets?: readonly string[] | undefined;
 }
 
 /**
@@ -113,6 +115,12 @@ export class AttemptRunner {
         agent: start.agent,
         error: { code: ErrorCodes.PAYLOAD_TOO_LARGE, message: `the task is ${bytes} bytes (payload and metadata); this worker reads at most ${maxBytes}` },
       };
+    }
+    const secrets = this.deps.signingSecrets;
+    // Before anything of it is parsed: an unsigned or changed task is not read at all.
+    if (secrets && !verifyTaskSignature(secrets, start.signature, taskId, start.payload, start.metadata)) {
+      const why = start.signature ? "its signature does not match it (changed since it was signed, or signed with another secret)" : "it is not signed";
+      return { agent: start.agent, error: { code: ErrorCodes.BAD_SIGNATURE, message: `task ${taskId} was refused: ${why}` } };
     }
     try {
       const rawPayload = JSON.parse(start.payload) as { agent?: unknown; input?: unknown; node?: unknown; state?: unknown } | null;

@@ -62,6 +62,8 @@ export interface NodeExecutorStart {
   logger: Logger;
   /** The worker's metrics: graph run and node durations are recorded there. */
   metrics: FlotillaMetrics;
+  /** The secret the tasks it creates are signed with (the worker's first `signingSecrets`), if any. */
+  signingSecret?: string | undefined;
 }
 
 /**

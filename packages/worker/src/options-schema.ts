@@ -134,6 +134,7 @@ export const WorkerOptionsSchema = z
     gaugeIntervalMs: positive(),
     maxJsonDepth: positive(),
     maxPayloadBytes: positive(),
+    signingSecrets: z.array(z.string().min(16, "must be at least 16 characters")).min(1),
     selfFenceMarginMs: positive(),
   })
   .partial()

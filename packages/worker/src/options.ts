@@ -155,6 +155,14 @@ export interface WorkerOptions {
   maxPayloadBytes?: number;
   /** How often the queue-depth and live-worker gauges are read from Redis. @default 5_000 */
   gaugeIntervalMs?: number;
+  /**
+   * Signed tasks: run only tasks signed (HMAC-SHA256) with one of these secrets; a task unsigned or
+   * changed since it was signed fails with code BAD_SIGNATURE and is dead-lettered, never run. The
+   * first also signs the tasks this worker creates (graph nodes, schedules, bus agents); list a
+   * secret being rotated out after it. Give clients the same first secret (`signingSecret`).
+   * @default undefined: no signature is made or checked
+   */
+  signingSecrets?: string[];
 }
 
 export interface StopOptions {
@@ -204,6 +212,7 @@ export interface ResolvedWorkerOptions {
   gaugeIntervalMs: number;
   maxJsonDepth: number;
   maxPayloadBytes: number;
+  signingSecrets: string[] | undefined;
 }
 
 /** The one place the Worker's defaults are applied (from DEFAULTS, shared with health and the worker app). */
@@ -249,6 +258,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     gaugeIntervalMs: o.gaugeIntervalMs ?? DEFAULTS.gaugeIntervalMs,
     maxJsonDepth: o.maxJsonDepth ?? DEFAULTS.maxJsonDepth,
     maxPayloadBytes: o.maxPayloadBytes ?? DEFAULTS.workerMaxPayloadBytes,
+    signingSecrets: o.signingSecrets,
   };
 }
 

@@ -66,7 +66,7 @@ export class WorkerSession {
     const redis = conn.redis;
     const keys = createKeys(options.prefix);
     this.readiness = new Readiness(log, (state) => listener.readiness(state));
-    const store = new TaskStore(redis, keys, options.retention, options.queueRetention);
+    const store = new TaskStore(redis, keys, options.retention, options.queueRetention, { signingSecret: options.signingSecrets?.[0] });
     const broker = new Broker(redis, keys, { deadLetterMaxLen: options.retention.deadLetterMaxLen });
     this.broker = broker;
     this.schedules = options.schedules ? new Scheduler({ redis, keys, tasks: store, workerId, logger: log }) : undefined;
@@ -130,6 +130,7 @@ export class WorkerSession {
       backoff: options.backoff,
       maxJsonDepth: options.maxJsonDepth,
       maxPayloadBytes: options.maxPayloadBytes,
+      signingSecrets: options.signingSecrets,
       defaultTimeoutOf: (queue) => options.queueTimeouts[queue] ?? options.defaultTimeoutMs,
       onDeadline: () => this.onDeadline,
       started: (taskId, attempt) => listener.started(taskId, attempt),
@@ -198,7 +199,8 @@ export class WorkerSession {
     session.link.start();
     for (const queue of options.queues) await session.broker.ensureGroup(queue);
     await session.cancels.start(options.queues);
-    await options.graph?.start({ redis: conn.redis, keys: createKeys(options.prefix), logger: options.logger, metrics: options.metrics });
+    const signingSecret = options.signingSecrets?.[0];
+    await options.graph?.start({ redis: conn.redis, keys: createKeys(options.prefix), logger: options.logger, metrics: options.metrics, signingSecret });
     await options.bus?.start({
       redis: conn.redis,
       keys: createKeys(options.prefix),
@@ -211,6 +213,7 @@ export class WorkerSession {
         return r;
       },
       connection: options.redis,
+      signingSecret,
     });
     await session.heartbeat.start();
     session.leases.start();

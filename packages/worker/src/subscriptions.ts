@@ -15,6 +15,8 @@ export interface SubscriptionRunnerStart {
   blocking: () => Redis;
   /** The worker's `redis` option, for clients the runner opens itself. */
   connection: RedisConnection | undefined;
+  /** The secret the tasks it creates are signed with (the worker's first `signingSecrets`), if any. */
+  signingSecret?: string | undefined;
 }
 
 /**

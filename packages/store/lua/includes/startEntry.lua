@@ -23,9 +23,10 @@
 -- releaseConcurrencySlot); a task parked before goes to the front, so it keeps its place.
 -- Adds one reply to batch.replies:
 --   { 'run', lane, entryId, name, attempt, payload, timeoutMs, detailed, metadata, agent, retries,
---     maxRetries, backoff, waitedMs, trace, resume, signal }
+--     maxRetries, backoff, waitedMs, trace, resume, signal, signature }
 --   (resume: the saved state of a run that stopped to wait for a signal; signal: the one that resumed
---   it, '' when the wait timed out: a WAITING task started from its timeout's entry)
+--   it, '' when the wait timed out: a WAITING task started from its timeout's entry; signature: its
+--   creator's HMAC, '' when unsigned)
 --   { 'skip', lane, entryId, name, reason ('terminal' | 'running' | 'cancelled' | 'parked'), status }
 --   { 'dead', lane, entryId, name, attempts, lastError }
 --   { 'missing', lane, entryId, name }
@@ -33,7 +34,7 @@
 local START_FIELDS = { 'status', 'attempt', 'cancelRequestedAt', 'createdAt', 'agent', 'payload', 'cancelReason',
   'timeoutMs', 'detailed', 'waitMs', 'metadata', 'maxDeliveries', 'workerId', 'error', 'retries', 'maxRetries', 'backoff',
   'entryId', 'seq', 'log', 'deliveriesBase', 'taskId', 'trace', 'handoff', 'concurrencyKey', 'concurrencyLimit', 'parked', 'parkedAt',
-  'resume', 'signal' }
+  'resume', 'signal', 'signature' }
 local function startEntry(batch, lane, entryId, name, reclaimed)
   local key = batch.taskBase .. name
   local values = redis.pcall('HMGET', key, unpack(START_FIELDS))
@@ -46,7 +47,7 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
   end
   local status, attempts, cancelRequestedAt, createdAt, agent, payload, cancelReason, timeoutMs, detailed, waitMs,
     metadata, maxDeliveries, workerId, lastError, retries, maxRetries, backoff, heldEntryId, seq, log,
-    deliveriesBase, taskId, trace, handoff, concurrency, concurrencyLimit, parked, parkedAt, resume, signal =
+    deliveriesBase, taskId, trace, handoff, concurrency, concurrencyLimit, parked, parkedAt, resume, signal, signature =
     unpack(values, 1, #START_FIELDS)
   local replies = batch.replies
   local now = batch.now
@@ -63,7 +64,7 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
     local waitedMs = now - tonumber(createdAt or now)
     replies[#replies + 1] = { 'run', lane, entryId, name, attempt, payload, timeoutMs or '', detailed or '0',
       metadata or '{}', agent, retries or '0', maxRetries or '0', backoff or '', waitedMs, trace or '', resume or '',
-      signal or '' }
+      signal or '', signature or '' }
   end
   if status == 'RUNNING' and not reclaimed then
     if workerId == batch.consumer and heldEntryId == entryId then
