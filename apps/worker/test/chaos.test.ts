@@ -157,7 +157,13 @@ describe("chaos", () => {
     expect(broken.slice(0, 5)).toEqual([]);
 
     // Nothing left behind in the queue.
-    expect(await client.fleet.queueDepth("default")).toMatchObject({ waiting: 0, lanes: { high: 0, normal: 0, low: 0 }, inFlight: 0, delayed: 0, oldestWaitMs: 0 });
+    expect(await client.fleet.queueDepth("default")).toMatchObject({
+      waiting: 0,
+      lanes: { high: 0, normal: 0, low: 0 },
+      inFlight: 0,
+      delayed: 0,
+      oldestWaitMs: 0,
+    });
     takeovers.sort((a, b) => a - b);
     const at = (q: number) => takeovers[Math.min(takeovers.length - 1, Math.floor(q * takeovers.length))] ?? 0;
     const takeover = { count: takeovers.length, p50: at(0.5), p95: at(0.95), max: takeovers.at(-1) ?? 0, fromLiveWorkers: takenFromLive };

@@ -191,7 +191,13 @@ describe("flotilla-worker processes", () => {
     expect(mine.filter(([, n]) => n !== "1")).toEqual([]);
     const handedBack = (await Promise.all(handles.map((h) => h.status()))).filter((s) => s.attempt > 1).length;
     expect(a.logs.some((l) => l.includes('"msg":"draining"'))).toBe(true);
-    expect(await client.fleet.queueDepth("default")).toMatchObject({ waiting: 0, lanes: { high: 0, normal: 0, low: 0 }, inFlight: 0, delayed: 0, oldestWaitMs: 0 });
+    expect(await client.fleet.queueDepth("default")).toMatchObject({
+      waiting: 0,
+      lanes: { high: 0, normal: 0, low: 0 },
+      inFlight: 0,
+      delayed: 0,
+      oldestWaitMs: 0,
+    });
     console.log(JSON.stringify({ sigtermBurst: { tasks: 300, handedBack } }));
     b.child.kill("SIGTERM");
     expect(await b.exited).toBe(0);

@@ -239,7 +239,14 @@ describe("delayed and scheduled tasks", () => {
       expect(s.startedAt! - s.createdAt).toBeGreaterThanOrEqual(400);
       expect(s.runAt).toBe(s.createdAt + 400);
     }
-    expect(await client.fleet.queueDepth("later")).toEqual({ waiting: 0, lanes: { high: 0, normal: 0, low: 0 }, inFlight: 0, delayed: 0, dead: 0, oldestWaitMs: 0 });
+    expect(await client.fleet.queueDepth("later")).toEqual({
+      waiting: 0,
+      lanes: { high: 0, normal: 0, low: 0 },
+      inFlight: 0,
+      delayed: 0,
+      dead: 0,
+      oldestWaitMs: 0,
+    });
   });
 
   it("runs a task whose runAt has passed straight away, and refuses delayMs with runAt", async () => {

@@ -1,0 +1,84 @@
+import { ErrorCodes, ValidationError, type ValidationIssue } from "@flotilla/core";
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { cors } from "hono/cors";
+import { matchedRoutes } from "hono/route";
+import { authenticate } from "./auth.ts";
+import type { GatewayApp, GatewayDeps, GatewayEnv } from "./context.ts";
+import { errorResponse, GatewayError, GatewayErrorCodes } from "./errors.ts";
+import { registerDeadLetterRoutes } from "./routes/dead-letters.ts";
+import { registerEventRoutes } from "./routes/events.ts";
+import { registerFleetRoutes } from "./routes/fleet.ts";
+import { registerOpsRoutes } from "./routes/ops.ts";
+import { registerTaskRoutes } from "./routes/tasks.ts";
+
+/** Where a validation failure was, as a caller names it. */
+const TARGETS: Record<string, string> = { json: "body", query: "query", param: "path", header: "header" };
+
+/** The Hono app: middleware, every route, the error mapping and the OpenAPI document. */
+export function buildApp(deps: GatewayDeps): GatewayApp {
+  const { options, metrics } = deps;
+  const app: GatewayApp = new OpenAPIHono<GatewayEnv>({
+    // A request that fails its schema is a ValidationError like any other, so it reads the same as the client's.
+    defaultHook: (result) => {
+      if (result.success) return;
+      const issues: ValidationIssue[] = result.error.issues.map((i) => {
+        // An unknown key is named itself, not the object holding it: `options.bogus`, not `options`.
+        const path = i.code === "unrecognized_keys" ? [...i.path, i.keys[0]] : i.path;
+        return { path: path.map(String).join("."), message: i.message };
+      });
+      throw new ValidationError(TARGETS[result.target] ?? result.target, issues);
+    },
+  });
+
+  app.use("*", async (c, next) => {
+    await next();
+    metrics.countRequest(c.req.method, routeLabel(c), c.res.status);
+  });
+  if (options.corsOrigins.length > 0) {
+    app.use(
+      "*",
+      cors({
+        origin: options.corsOrigins.includes("*") ? "*" : [...options.corsOrigins],
+        allowHeaders: ["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"],
+        exposeHeaders: ["Location"],
+        maxAge: 600,
+      }),
+    );
+  }
+  app.use("/v1/*", authenticate(deps.tokens));
+  app.use(
+    "/v1/*",
+    bodyLimit({
+      maxSize: options.bodyLimitBytes,
+      onError: () => {
+        throw new GatewayError(ErrorCodes.PAYLOAD_TOO_LARGE, `the request body is over ${options.bodyLimitBytes} bytes`);
+      },
+    }),
+  );
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+
+  registerTaskRoutes(app, deps);
+  registerEventRoutes(app, deps);
+  registerFleetRoutes(app, deps);
+  registerDeadLetterRoutes(app, deps);
+  registerOpsRoutes(app, deps);
+
+  app.notFound((c) => {
+    const { status, body } = errorResponse(new GatewayError(GatewayErrorCodes.NOT_FOUND, `no route ${c.req.method} ${c.req.path}`));
+    return c.json(body, status);
+  });
+  app.onError((err, c) => {
+    const { status, body } = errorResponse(err);
+    if (body.error.code === GatewayErrorCodes.INTERNAL) options.logger.error("request failed", { err, method: c.req.method, path: c.req.path });
+    return c.json(body, status);
+  });
+  return app;
+}
+
+/** The route pattern that answered (`/v1/tasks/:id`), never the raw path: ids must not become metric series. */
+function routeLabel(c: Parameters<MiddlewareHandler>[0]): string {
+  const route = matchedRoutes(c).findLast((r) => r.method !== "ALL");
+  return route?.path ?? "unmatched";
+}

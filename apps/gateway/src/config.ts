@@ -1,0 +1,96 @@
+import { parseArgs } from "node:util";
+import { DEFAULTS, KeyPrefixSchema, parseInput, RedisUrlSchema, ValidationError } from "@flotilla/core";
+import { z } from "zod";
+import { DEFAULT_BODY_LIMIT_BYTES, type GatewayOptions } from "./options.ts";
+import { readTokenRules } from "./tokens.ts";
+
+export const USAGE = `flotilla-gateway: the HTTP + Server-Sent Events API of a Flotilla fleet
+
+Options (each also read from the environment variable shown):
+  --port N               FLOTILLA_GATEWAY_PORT          default 8080
+  --host H               FLOTILLA_GATEWAY_HOST          default 127.0.0.1 (0.0.0.0 in a container)
+  --redis URL            REDIS_URL                      default ${DEFAULTS.redisUrl}
+  --prefix P             FLOTILLA_PREFIX                default ${DEFAULTS.prefix}
+  --tokens JSON|FILE     FLOTILLA_GATEWAY_TOKENS        [{"token":"…","role":"read|submit|admin","queues":["q1"]|"*"}],
+                                                        or the path of a file holding it (none: no authentication,
+                                                        allowed on a loopback host only)
+  --cors-origins a,b     FLOTILLA_GATEWAY_CORS_ORIGINS  browser origins allowed ("*": any); default none
+  --body-limit BYTES     FLOTILLA_GATEWAY_BODY_LIMIT    default ${DEFAULT_BODY_LIMIT_BYTES}
+  --heartbeat-ms MS      FLOTILLA_GATEWAY_HEARTBEAT_MS  default 15000: ": ping" on idle event streams
+  --signing-secrets S,…  FLOTILLA_SIGNING_SECRETS       signed tasks: the first signs every task submitted
+                                                        (as the workers' list; use the env var)
+  --help
+`;
+
+const csv = (s: string) =>
+  s
+    .split(",")
+    .map((part) => part.trim())
+    .filter(Boolean);
+
+const ConfigSchema = z.object({
+  port: z.coerce.number().int().min(0).max(65535).default(8080),
+  host: z.string().min(1).default("127.0.0.1"),
+  redis: RedisUrlSchema.optional(),
+  prefix: KeyPrefixSchema.default(DEFAULTS.prefix),
+  tokens: z.string().optional(),
+  corsOrigins: z.string().transform(csv).optional(),
+  bodyLimitBytes: z.coerce.number().int().positive().optional(),
+  heartbeatMs: z.coerce.number().int().min(100).optional(),
+  signingSecrets: z
+    .string()
+    .transform(csv)
+    .pipe(z.array(z.string().min(16, "each secret must be at least 16 characters")).min(1))
+    .optional(),
+});
+
+/** Each setting's flag and environment variable. */
+const SOURCES: Record<keyof z.input<typeof ConfigSchema>, { flag: string; env: string }> = {
+  port: { flag: "port", env: "FLOTILLA_GATEWAY_PORT" },
+  host: { flag: "host", env: "FLOTILLA_GATEWAY_HOST" },
+  redis: { flag: "redis", env: "REDIS_URL" },
+  prefix: { flag: "prefix", env: "FLOTILLA_PREFIX" },
+  tokens: { flag: "tokens", env: "FLOTILLA_GATEWAY_TOKENS" },
+  corsOrigins: { flag: "cors-origins", env: "FLOTILLA_GATEWAY_CORS_ORIGINS" },
+  bodyLimitBytes: { flag: "body-limit", env: "FLOTILLA_GATEWAY_BODY_LIMIT" },
+  heartbeatMs: { flag: "heartbeat-ms", env: "FLOTILLA_GATEWAY_HEARTBEAT_MS" },
+  signingSecrets: { flag: "signing-secrets", env: "FLOTILLA_SIGNING_SECRETS" },
+};
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+
+/**
+ * The gateway's options from flags, then the environment, then defaults (as the worker app reads
+ * its own). A flag given empty is refused; an empty environment variable counts as unset. Without
+ * tokens only a loopback host is allowed: an unauthenticated API must not be reachable from elsewhere.
+ */
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): GatewayOptions | "help" {
+  const flags = Object.fromEntries(Object.values(SOURCES).map(({ flag }) => [flag, { type: "string" as const }]));
+  const { values } = parseArgs({ args: argv, options: { ...flags, help: { type: "boolean" } }, strict: true }) as {
+    values: Record<string, string | boolean | undefined>;
+  };
+  if (values.help === true) return "help";
+  const merged: Record<string, string> = {};
+  for (const [key, { flag, env: envName }] of Object.entries(SOURCES)) {
+    const given = values[flag];
+    if (given === "") throw ValidationError.of("gateway configuration", key, `--${flag} is empty`);
+    const value = typeof given === "string" ? given : env[envName];
+    if (value !== undefined && value !== "") merged[key] = value;
+  }
+  const c = parseInput(ConfigSchema, merged, "gateway configuration");
+  const tokens = c.tokens === undefined ? [] : readTokenRules(c.tokens);
+  if (tokens.length === 0 && !LOOPBACK.test(c.host)) {
+    throw ValidationError.of("gateway configuration", "tokens", `none configured, and host ${c.host} is not loopback: set FLOTILLA_GATEWAY_TOKENS`);
+  }
+  return {
+    port: c.port,
+    host: c.host,
+    prefix: c.prefix,
+    tokens,
+    ...(c.redis !== undefined && { redis: c.redis }),
+    ...(c.corsOrigins !== undefined && { corsOrigins: c.corsOrigins }),
+    ...(c.bodyLimitBytes !== undefined && { bodyLimitBytes: c.bodyLimitBytes }),
+    ...(c.heartbeatMs !== undefined && { heartbeatMs: c.heartbeatMs }),
+    ...(c.signingSecrets !== undefined && { signingSecret: c.signingSecrets[0]! }),
+  };
+}

@@ -1,0 +1,22 @@
+import type { FlotillaClient } from "@flotilla/client";
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { GatewayMetrics } from "./metrics.ts";
+import type { OpenStreams } from "./open-streams.ts";
+import type { ResolvedGatewayOptions } from "./options.ts";
+import type { Principal, TokenTable } from "./tokens.ts";
+
+/** Hono's per-request variables: who is calling, set by the authentication middleware. */
+export interface GatewayEnv {
+  Variables: { principal: Principal };
+}
+
+export type GatewayApp = OpenAPIHono<GatewayEnv>;
+
+/** What the routes share: the client every call goes through, the settings, the metrics. */
+export interface GatewayDeps {
+  client: FlotillaClient;
+  options: ResolvedGatewayOptions;
+  tokens: TokenTable;
+  metrics: GatewayMetrics;
+  streams: OpenStreams;
+}

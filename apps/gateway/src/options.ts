@@ -1,0 +1,65 @@
+import type { FlotillaClient } from "@flotilla/client";
+import { DEFAULTS, type Logger, silentLogger } from "@flotilla/core";
+import type { RedisConnection } from "@flotilla/core/redis";
+import type { TokenRule } from "./tokens.ts";
+
+/** What `createGateway` accepts; every field is optional. */
+export interface GatewayOptions {
+  /** Redis URL (or connection options) of the fleet. @default process.env.REDIS_URL ?? "redis://127.0.0.1:6379" (the client's default) */
+  redis?: RedisConnection;
+  /** Key prefix shared with the workers. @default "flotilla" */
+  prefix?: string;
+  /**
+   * A client to use instead of one made from `redis` and `prefix` (the gateway then leaves closing it
+   * to you). @default a new FlotillaClient, closed by `close()`
+   */
+  client?: FlotillaClient;
+  /** Port `start()` listens on; 0 picks a free one. @default 8080 */
+  port?: number;
+  /** Address `start()` binds. Loopback by default so nothing is exposed by accident: give "0.0.0.0" in a container. @default "127.0.0.1" */
+  host?: string;
+  /** Bearer tokens and what each may do. None: authentication is off (every request is an admin on every queue). @default [] */
+  tokens?: readonly TokenRule[];
+  /** Origins allowed to call the API from a browser ("*" for any). @default []: no CORS headers are sent */
+  corsOrigins?: readonly string[];
+  /** Largest request body accepted; a bigger one is a 413. @default 1_114_112 (the client's 1 MiB payload limit plus 64 KiB for the envelope) */
+  bodyLimitBytes?: number;
+  /** An idle event stream gets a `: ping` comment line this often, so proxies keep it open. @default 15_000 */
+  heartbeatMs?: number;
+  /** How long `GET /v1/tasks/{id}/result` waits when the request gives no `timeoutMs`. @default 30_000 */
+  resultTimeoutMs?: number;
+  /** The longest `timeoutMs` a result request may ask for. @default 300_000 */
+  maxResultTimeoutMs?: number;
+  /** `/readyz` reports not ready when Redis has not answered within this long. @default 2_000 */
+  readyTimeoutMs?: number;
+  /** Where unexpected errors (the 500s) and stream failures are reported. @default silentLogger */
+  logger?: Logger;
+  /** Signed tasks: every task submitted through the gateway is signed with this secret (the workers' first `signingSecrets`). @default undefined: unsigned */
+  signingSecret?: string;
+}
+
+export type ResolvedGatewayOptions = Required<Omit<GatewayOptions, "redis" | "client" | "signingSecret">> &
+  Pick<GatewayOptions, "redis" | "client" | "signingSecret">;
+
+/** The client's largest payload (agent + input) plus room for `options` and the JSON around them. */
+export const DEFAULT_BODY_LIMIT_BYTES = DEFAULTS.maxPayloadBytes + 64 * 1024;
+
+/** The one place the gateway's defaults are applied. */
+export function resolveGatewayOptions(options: GatewayOptions = {}): ResolvedGatewayOptions {
+  return {
+    redis: options.redis,
+    client: options.client,
+    signingSecret: options.signingSecret,
+    prefix: options.prefix ?? DEFAULTS.prefix,
+    port: options.port ?? 8080,
+    host: options.host ?? "127.0.0.1",
+    tokens: options.tokens ?? [],
+    corsOrigins: options.corsOrigins ?? [],
+    bodyLimitBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    heartbeatMs: options.heartbeatMs ?? 15_000,
+    resultTimeoutMs: options.resultTimeoutMs ?? 30_000,
+    maxResultTimeoutMs: options.maxResultTimeoutMs ?? 300_000,
+    readyTimeoutMs: options.readyTimeoutMs ?? 2_000,
+    logger: options.logger ?? silentLogger,
+  };
+}

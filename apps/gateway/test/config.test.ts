@@ -1,0 +1,63 @@
+// The process's configuration: flags over environment over defaults, tokens as JSON or a file, and no
+// unauthenticated gateway on a non-loopback address.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../src/config.ts";
+import { resolveGatewayOptions } from "../src/options.ts";
+
+const TOKENS = [{ token: "a-long-enough-token-1", role: "admin", queues: "*" }];
+
+describe("gateway configuration", () => {
+  const dir = mkdtempSync(join(tmpdir(), "gateway-config-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("defaults to port 8080 on loopback, and the options' defaults fill the rest", () => {
+    const config = loadConfig([], {});
+    expect(config).toMatchObject({ port: 8080, host: "127.0.0.1", prefix: "flotilla", tokens: [] });
+    expect(resolveGatewayOptions(config === "help" ? {} : config)).toMatchObject({ bodyLimitBytes: 1_114_112, heartbeatMs: 15_000, corsOrigins: [] });
+  });
+
+  it("signs with the first of the signing secrets, as the workers do; refuses a short one", () => {
+    expect(loadConfig([], { FLOTILLA_SIGNING_SECRETS: "current-secret-0123456,older-secret-9876543" })).toMatchObject({
+      signingSecret: "current-secret-0123456",
+    });
+    expect(() => loadConfig([], { FLOTILLA_SIGNING_SECRETS: "short" })).toThrow(/signingSecrets/);
+  });
+
+  it("reads the environment, and flags win over it", () => {
+    const env = {
+      FLOTILLA_GATEWAY_PORT: "9000",
+      FLOTILLA_GATEWAY_HOST: "0.0.0.0",
+      FLOTILLA_GATEWAY_TOKENS: JSON.stringify(TOKENS),
+      FLOTILLA_GATEWAY_CORS_ORIGINS: "https://a.example, https://b.example",
+      REDIS_URL: "redis://redis:6379",
+      FLOTILLA_PREFIX: "p",
+    };
+    expect(loadConfig(["--port", "9001"], env)).toMatchObject({
+      port: 9001,
+      host: "0.0.0.0",
+      redis: "redis://redis:6379",
+      prefix: "p",
+      corsOrigins: ["https://a.example", "https://b.example"],
+      tokens: TOKENS,
+    });
+  });
+
+  it("reads tokens from a file when the value is not JSON", () => {
+    const file = join(dir, "tokens.json");
+    writeFileSync(file, JSON.stringify(TOKENS));
+    expect(loadConfig(["--tokens", file], {})).toMatchObject({ tokens: TOKENS });
+    expect(() => loadConfig(["--tokens", join(dir, "missing.json")], {})).toThrow(/tokens/);
+    expect(() => loadConfig(["--tokens", '[{"token":"x","role":"root"}]'], {})).toThrow(/token/);
+  });
+
+  it("refuses a non-loopback host without tokens, an empty flag and a bad port", () => {
+    expect(() => loadConfig(["--host", "0.0.0.0"], {})).toThrow(/not loopback/);
+    expect(loadConfig(["--host", "0.0.0.0", "--tokens", JSON.stringify(TOKENS)], {})).toMatchObject({ host: "0.0.0.0" });
+    expect(() => loadConfig(["--prefix", ""], {})).toThrow(/--prefix is empty/);
+    expect(() => loadConfig(["--port", "70000"], {})).toThrow(/port/);
+    expect(loadConfig(["--help"], {})).toBe("help");
+  });
+});

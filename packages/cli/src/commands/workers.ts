@@ -1,0 +1,56 @@
+// `flotilla workers`: the fleet's workers, live and dead, with what they serve and run.
+import type { FleetStatus } from "@flotilla/client";
+import type { Command } from "commander";
+import type { Context } from "../context.ts";
+import { ago, type Colors, duration, list, table } from "../format.ts";
+import { show } from "../view.ts";
+import { watchOption } from "./tasks.ts";
+
+export function registerWorkers(program: Command, ctx: Context): void {
+  program
+    .command("workers")
+    .description("the workers: id, host, queues, node types, running tasks, last beat")
+    .addOption(watchOption())
+    .action(
+      ctx.action(async (flags: { watch?: number }) => {
+        await show(
+          ctx,
+          async () => {
+            const fleet = await ctx.client().fleet.status();
+            return { json: fleet, text: () => workersTable(ctx.colors, fleet) };
+          },
+          flags.watch,
+        );
+      }),
+    );
+}
+
+function workersTable(c: Colors, fleet: FleetStatus): string {
+  const rows = fleet.workers.map((w) => [
+    w.workerId,
+    w.alive ? c.green("live") : c.red("dead"),
+    w.hostname === undefined ? "-" : `${w.hostname}${w.pid === undefined ? "" : `:${w.pid}`}`,
+    list(w.queues),
+    list(w.nodeTypes),
+    w.running === undefined ? "-" : `${w.running.length}/${w.concurrency ?? "?"}`,
+    w.completed === undefined ? "-" : String(w.completed),
+    w.failed === undefined ? "-" : String(w.failed),
+    w.startedAt === undefined ? "-" : duration(fleet.at - w.startedAt),
+    ago(w.lastBeat, fleet.at),
+  ]);
+  const r = "right" as const;
+  const columns = [
+    { header: "WORKER" },
+    { header: "STATE" },
+    { header: "HOST:PID" },
+    { header: "QUEUES" },
+    { header: "NODE TYPES" },
+    { header: "RUNNING", align: r },
+    { header: "COMPLETED", align: r },
+    { header: "FAILED", align: r },
+    { header: "UP", align: r },
+    { header: "LAST BEAT", align: r },
+  ];
+  const summary = c.dim(`${fleet.live} live, ${fleet.dead} dead, ${fleet.running} task${fleet.running === 1 ? "" : "s"} running`);
+  return `${table(c, columns, rows, "no workers")}${summary}\n`;
+}
