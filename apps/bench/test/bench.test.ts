@@ -86,6 +86,19 @@ describe("pnpm bench", () => {
     expect(e2e.ratio).toBeCloseTo(e2e.flotilla.burst.deliveredPerSec / e2e.plain.burst.deliveredPerSec, 1);
   }, 120_000);
 
+  it("gateway (--quick): every follower gets every event of its task in order, through the gateway and directly", async () => {
+    const [r] = await bench("gateway", "--quick");
+    expect(r).toMatchObject({ scenario: "gateway", tasks: 20, followersPerTask: 5, eventsPerTask: 200 });
+    for (const run of [r.gateway, r.direct]) {
+      expect(run.lostOrOutOfOrder).toBe(0);
+      // 200 text events, the running and completed status events, and usage-free no-op tasks: at least 201 each.
+      expect(run.eventsDelivered).toBeGreaterThanOrEqual(100 * 201);
+      expect(run.eventsPerSec).toBeGreaterThan(0);
+      expect(run.latencyMs.p99).toBeGreaterThanOrEqual(run.latencyMs.p50);
+    }
+    expect(r.gateway.cpuSeconds.gateway).toBeGreaterThan(0);
+  }, 120_000);
+
   it("refuses an unknown scenario", async () => {
     const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, "nonsense"], { stdio: "ignore" });
     expect(await new Promise((resolve) => child.on("exit", resolve))).toBe(2);
