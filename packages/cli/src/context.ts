@@ -1,4 +1,5 @@
 // What a command runs with: where it writes, its global options, and one client made on first use.
+import type { Bus } from "@flotilla/bus";
 import { FlotillaClient } from "@flotilla/client";
 import { type Colors, colors, type OutputStream, useColor } from "./format.ts";
 import { type GlobalFlags, type GlobalOptions, resolveGlobals } from "./options.ts";
@@ -23,6 +24,7 @@ export class Context {
   private readonly flags: () => GlobalFlags;
   private resolved: GlobalOptions | undefined;
   private made: FlotillaClient | undefined;
+  private madeBus: Bus | undefined;
 
   /** @param flags the global flags as parsed, read when a command first needs them */
   constructor(io: CliIo, flags: () => GlobalFlags) {
@@ -66,6 +68,16 @@ export class Context {
     return this.made;
   }
 
+  /** The event bus on the same Redis and prefix, made on first use (loaded only by the bus commands). */
+  async bus(): Promise<Bus> {
+    if (!this.madeBus) {
+      const { Bus } = await import("@flotilla/bus");
+      const { redis, prefix } = this.globals;
+      this.madeBus = new Bus({ ...(redis !== undefined && { redis }), prefix });
+    }
+    return this.madeBus;
+  }
+
   /** Writes `text` to stdout as it is. */
   print(text: string): void {
     this.io.stdout.write(text);
@@ -89,7 +101,9 @@ export class Context {
 
   async close(): Promise<void> {
     const client = this.made;
+    const bus = this.madeBus;
     this.made = undefined;
-    await client?.close().catch(() => {});
+    this.madeBus = undefined;
+    await Promise.all([client?.close().catch(() => {}), bus?.close().catch(() => {})]);
   }
 }

@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { registerAlerts } from "./commands/alerts.ts";
+import { registerBus } from "./commands/bus.ts";
 import { registerControl } from "./commands/control.ts";
 import { registerDlq } from "./commands/dlq.ts";
 import { registerQueues } from "./commands/queues.ts";
@@ -68,6 +69,7 @@ export function buildProgram(ctx: Context): Command {
     registerAlerts,
     registerSchedules,
     registerRuns,
+    registerBus,
   ]) {
     register(program, ctx);
   }
