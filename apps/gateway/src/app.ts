@@ -10,6 +10,7 @@ import { errorResponse, GatewayError, GatewayErrorCodes } from "./errors.ts";
 import { registerDeadLetterRoutes } from "./routes/dead-letters.ts";
 import { registerEventRoutes } from "./routes/events.ts";
 import { registerFleetRoutes } from "./routes/fleet.ts";
+import { registerGraphAndTopicRoutes } from "./routes/graphs-and-topics.ts";
 import { registerOpsRoutes } from "./routes/ops.ts";
 import { registerTaskRoutes } from "./routes/tasks.ts";
 
@@ -63,6 +64,7 @@ export function buildApp(deps: GatewayDeps): GatewayApp {
   registerEventRoutes(app, deps);
   registerFleetRoutes(app, deps);
   registerDeadLetterRoutes(app, deps);
+  registerGraphAndTopicRoutes(app, deps);
   registerOpsRoutes(app, deps);
 
   app.notFound((c) => {

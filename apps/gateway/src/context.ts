@@ -1,3 +1,4 @@
+import type { Bus } from "@flotilla/bus";
 import type { FlotillaClient } from "@flotilla/client";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { GatewayMetrics } from "./metrics.ts";
@@ -15,6 +16,8 @@ export type GatewayApp = OpenAPIHono<GatewayEnv>;
 /** What the routes share: the client every call goes through, the settings, the metrics. */
 export interface GatewayDeps {
   client: FlotillaClient;
+  /** The event bus on the same Redis and prefix, made on first use. */
+  bus: () => Promise<Bus>;
   options: ResolvedGatewayOptions;
   tokens: TokenTable;
   metrics: GatewayMetrics;

@@ -1,5 +1,6 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Bus } from "@flotilla/bus";
 import { FlotillaClient } from "@flotilla/client";
 import { createAdaptorServer } from "@hono/node-server";
 import { buildApp } from "./app.ts";
@@ -36,7 +37,12 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       ...(o.signingSecret !== undefined && { signingSecret: o.signingSecret }),
     });
   const streams = new OpenStreams();
-  const app = buildApp({ client, options: o, tokens, metrics: new GatewayMetrics(), streams });
+  let bus: Promise<Bus> | undefined;
+  const busOf = () => {
+    bus ??= import("@flotilla/bus").then(({ Bus }) => new Bus({ ...(o.redis !== undefined && { redis: o.redis }), prefix: o.prefix }));
+    return bus;
+  };
+  const app = buildApp({ client, bus: busOf, options: o, tokens, metrics: new GatewayMetrics(), streams });
   let server: Server | undefined;
   let closing: Promise<void> | undefined;
 
@@ -74,6 +80,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
           clearTimeout(cut);
         }
         if (!o.client) await client.close();
+        if (bus) await (await bus).close();
       })();
       return closing;
     },

@@ -1,0 +1,136 @@
+// Graph runs (@flotilla/graph, through the client) and publishing to the event bus (@flotilla/bus).
+// Both span queues (a run's nodes sit on their node types' queues; a topic is no queue), so a
+// token limited to some queues may use neither.
+import { JsonValueSchema } from "@flotilla/core";
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context as HonoContext } from "hono";
+import { requireRole } from "../auth.ts";
+import type { GatewayApp, GatewayDeps, GatewayEnv } from "../context.ts";
+import { GatewayError, GatewayErrorCodes } from "../errors.ts";
+import { AUTH_ERRORS, error, json, jsonBody, SECURED } from "./responses.ts";
+
+/** Any JSON object, for what the graph and bus packages shape themselves (their own docs describe it). */
+const Obj = z.record(z.string(), z.unknown());
+
+const RunParams = z.object({
+  runId: z
+    .string()
+    .min(1)
+    .max(200)
+    .openapi({ param: { name: "runId", in: "path" } }),
+});
+const RunsQuery = z.object({
+  status: z.enum(["RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]).optional(),
+  graph: z.string().optional(),
+  limit: z.coerce.number().int().min(1).max(1000).optional(),
+  cursor: z.string().optional(),
+});
+const StartRunSchema = z
+  .object({
+    /** A graph as JSON, or a stored template's `name` / `name@version`. */
+    graph: z.union([z.string().min(1), Obj]),
+    input: JsonValueSchema,
+    options: Obj.optional(),
+  })
+  .strict()
+  .openapi("StartRun");
+const TopicParams = z.object({
+  topic: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: "topic", in: "path" } }),
+});
+const PublishSchema = z
+  .object({
+    payload: JsonValueSchema,
+    options: z
+      .object({
+        correlationId: z.string().optional(),
+        replyTo: z.string().optional(),
+        idempotencyKey: z.string().optional(),
+        headers: z.record(z.string(), z.string()).optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .openapi("PublishEvent");
+
+const tags = ["graphs and topics"];
+const ALL_QUEUES = "Needs a token for every queue (`queues: \"*\"`): a run's nodes and a topic's subscribers are on many.";
+const notFound = { 404: error("No such graph run, or template.") } as const;
+
+const listRuns = createRoute({
+  method: "get",
+  path: "/v1/runs",
+  tags,
+  summary: "Graph runs, newest first",
+  description: ALL_QUEUES,
+  middleware: [requireRole("read")] as const,
+  ...SECURED,
+  request: { query: RunsQuery },
+  responses: { 200: json("A page of runs: `{ runs, nextCursor? }`.", Obj), ...AUTH_ERRORS },
+});
+const getRun = createRoute({
+  method: "get",
+  path: "/v1/runs/{runId}",
+  tags,
+  summary: "A graph run and each node instance's state",
+  description: ALL_QUEUES,
+  middleware: [requireRole("read")] as const,
+  ...SECURED,
+  request: { params: RunParams },
+  responses: { 200: json("The run's status, its nodes' states, outputs and errors.", Obj), ...AUTH_ERRORS, ...notFound },
+});
+const startRun = createRoute({
+  method: "post",
+  path: "/v1/runs",
+  tags,
+  summary: "Start a graph run",
+  description: `The graph as JSON, or a stored template by name; options as \`startGraph\` takes them. ${ALL_QUEUES}`,
+  middleware: [requireRole("submit")] as const,
+  ...SECURED,
+  request: { body: jsonBody(StartRunSchema) },
+  responses: { 201: json("The run started (or the one an idempotency key already started).", z.object({ runId: z.string() })), ...AUTH_ERRORS, ...notFound },
+});
+const publish = createRoute({
+  method: "post",
+  path: "/v1/topics/{topic}/events",
+  tags,
+  summary: "Publish an event to a topic",
+  description: `Every subscription of the topic gets it. ${ALL_QUEUES}`,
+  middleware: [requireRole("submit")] as const,
+  ...SECURED,
+  request: { params: TopicParams, body: jsonBody(PublishSchema) },
+  responses: { 201: json("The event's id.", z.object({ topic: z.string(), id: z.string() })), ...AUTH_ERRORS },
+});
+
+/** 403 unless the token may touch every queue. */
+function assertAllQueues(c: HonoContext<GatewayEnv>): void {
+  if (c.get("principal").queues !== "*") throw new GatewayError(GatewayErrorCodes.FORBIDDEN, "graph runs and topics need a token for every queue");
+}
+
+export function registerGraphAndTopicRoutes(app: GatewayApp, { client, bus }: GatewayDeps): void {
+  app.openapi(listRuns, async (c) => {
+    assertAllQueues(c);
+    return c.json((await client.listRuns(c.req.valid("query"))) as unknown as Record<string, unknown>, 200);
+  });
+  app.openapi(getRun, async (c) => {
+    assertAllQueues(c);
+    return c.json((await client.graphs.run(c.req.valid("param").runId).status()) as unknown as Record<string, unknown>, 200);
+  });
+  app.openapi(startRun, async (c) => {
+    assertAllQueues(c);
+    const { graph, input, options } = c.req.valid("json");
+    const run = await client.startGraph(graph as never, input, (options ?? {}) as never);
+    return c.json({ runId: run.runId }, 201);
+  });
+  app.openapi(publish, async (c) => {
+    assertAllQueues(c);
+    const { topic } = c.req.valid("param");
+    const { payload, options } = c.req.valid("json");
+    const id = await (await bus()).publish(topic, payload, options ?? {});
+    return c.json({ topic, id }, 201);
+  });
+}
