@@ -69,7 +69,7 @@ function linkTargets(markdown: string): string[] {
 describe("package manifests", () => {
   it("the workspace has the packages this test expects to look at", () => {
     expect(publishable.map((p) => p.manifest.name)).toEqual(expect.arrayContaining(["@flotilla/core", "@flotilla/client", "@flotilla/worker-app"]));
-    expect(privateNames).toEqual(new Set(["@flotilla/tooling", "@flotilla/examples", "@flotilla/demo", "@flotilla/bench"]));
+    expect(privateNames).toEqual(new Set(["@flotilla/tooling", "@flotilla/examples", "@flotilla/demo", "@flotilla/bench", "@flotilla/dashboard"]));
   });
 
   it("ship a LICENSE: MIT, Flotilla contributors, 2026 (pnpm adds the root's to every tarball)", () => {

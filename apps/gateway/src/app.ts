@@ -1,4 +1,7 @@
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import { ErrorCodes, ValidationError, type ValidationIssue } from "@flotilla/core";
+import { serveStatic } from "@hono/node-server/serve-static";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -66,6 +69,7 @@ export function buildApp(deps: GatewayDeps): GatewayApp {
   registerDeadLetterRoutes(app, deps);
   registerGraphAndTopicRoutes(app, deps);
   registerOpsRoutes(app, deps);
+  if (options.dashboardDir !== undefined) serveDashboard(app, options.dashboardDir);
 
   app.notFound((c) => {
     const { status, body } = errorResponse(new GatewayError(GatewayErrorCodes.NOT_FOUND, `no route ${c.req.method} ${c.req.path}`));
@@ -77,6 +81,18 @@ export function buildApp(deps: GatewayDeps): GatewayApp {
     return c.json(body, status);
   });
   return app;
+}
+
+/**
+ * The dashboard's static files at `/` (index.html for `/`), with no token: the page holds no data, it
+ * calls the API under `/v1` with the token the user gives it. Nothing under `/v1` is a file.
+ */
+function serveDashboard(app: GatewayApp, dir: string): void {
+  const root = resolve(dir);
+  if (!existsSync(root))
+    throw ValidationError.of("gateway options", "dashboardDir", `${root} does not exist: build the dashboard first (pnpm --filter @flotilla/dashboard build)`);
+  const files = serveStatic<GatewayEnv>({ root });
+  app.get("*", (c, next) => (c.req.path === "/v1" || c.req.path.startsWith("/v1/") ? next() : files(c, next)));
 }
 
 /** The route pattern that answered (`/v1/tasks/:id`), never the raw path: ids must not become metric series. */

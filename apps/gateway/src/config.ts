@@ -19,6 +19,8 @@ Options (each also read from the environment variable shown):
   --heartbeat-ms MS      FLOTILLA_GATEWAY_HEARTBEAT_MS  default 15000: ": ping" on idle event streams
   --signing-secrets S,…  FLOTILLA_SIGNING_SECRETS       signed tasks: the first signs every task submitted
                                                         (as the workers' list; use the env var)
+  --dashboard-dir DIR    FLOTILLA_GATEWAY_DASHBOARD_DIR the built dashboard (apps/dashboard/dist), served at /
+                                                        without a token; default none
   --help
 `;
 
@@ -42,6 +44,7 @@ const ConfigSchema = z.object({
     .transform(csv)
     .pipe(z.array(z.string().min(16, "each secret must be at least 16 characters")).min(1))
     .optional(),
+  dashboardDir: z.string().min(1).optional(),
 });
 
 /** Each setting's flag and environment variable. */
@@ -55,6 +58,7 @@ const SOURCES: Record<keyof z.input<typeof ConfigSchema>, { flag: string; env: s
   bodyLimitBytes: { flag: "body-limit", env: "FLOTILLA_GATEWAY_BODY_LIMIT" },
   heartbeatMs: { flag: "heartbeat-ms", env: "FLOTILLA_GATEWAY_HEARTBEAT_MS" },
   signingSecrets: { flag: "signing-secrets", env: "FLOTILLA_SIGNING_SECRETS" },
+  dashboardDir: { flag: "dashboard-dir", env: "FLOTILLA_GATEWAY_DASHBOARD_DIR" },
 };
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
@@ -92,5 +96,6 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): GatewayOptio
     ...(c.bodyLimitBytes !== undefined && { bodyLimitBytes: c.bodyLimitBytes }),
     ...(c.heartbeatMs !== undefined && { heartbeatMs: c.heartbeatMs }),
     ...(c.signingSecrets !== undefined && { signingSecret: c.signingSecrets[0]! }),
+    ...(c.dashboardDir !== undefined && { dashboardDir: c.dashboardDir }),
   };
 }

@@ -36,10 +36,15 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Signed tasks: every task submitted through the gateway is signed with this secret (the workers' first `signingSecrets`). @default undefined: unsigned */
   signingSecret?: string;
+  /**
+   * A folder of static files (the built `@flotilla/dashboard`: `apps/dashboard/dist`) served at `/`,
+   * without authentication (the API under `/v1` keeps its own). @default undefined: no dashboard
+   */
+  dashboardDir?: string;
 }
 
-export type ResolvedGatewayOptions = Required<Omit<GatewayOptions, "redis" | "client" | "signingSecret">> &
-  Pick<GatewayOptions, "redis" | "client" | "signingSecret">;
+export type ResolvedGatewayOptions = Required<Omit<GatewayOptions, "redis" | "client" | "signingSecret" | "dashboardDir">> &
+  Pick<GatewayOptions, "redis" | "client" | "signingSecret" | "dashboardDir">;
 
 /** The client's largest payload (agent + input) plus room for `options` and the JSON around them. */
 export const DEFAULT_BODY_LIMIT_BYTES = DEFAULTS.maxPayloadBytes + 64 * 1024;
@@ -50,6 +55,7 @@ export function resolveGatewayOptions(options: GatewayOptions = {}): ResolvedGat
     redis: options.redis,
     client: options.client,
     signingSecret: options.signingSecret,
+    dashboardDir: options.dashboardDir,
     prefix: options.prefix ?? DEFAULTS.prefix,
     port: options.port ?? 8080,
     host: options.host ?? "127.0.0.1",

@@ -1,4 +1,5 @@
-import type { Keys, Retention } from "@flotilla/core";
+import { exponentialDelay, type Keys, type Retention, sleep } from "@flotilla/core";
+import { isConnectionFailure } from "@flotilla/core/redis";
 import { TaskEventLog } from "@flotilla/store";
 import type { Redis } from "ioredis";
 import { type AgentEvent, keepsEvent } from "./schema.ts";
@@ -20,6 +21,11 @@ export interface PublisherOptions {
   onStale?: () => void;
   /** Called after each batch Redis accepted: how many events of each type, and how long it took (ms). */
   onPublished?: (types: Readonly<Record<string, number>>, ms: number) => void;
+  /**
+   * How long a batch is sent again while Redis cannot be reached (a failover under way), before its
+   * failure is kept for the next flush. @default 30_000
+   */
+  resendForMs?: number;
 }
 
 /**
@@ -103,7 +109,7 @@ export class EventPublisher {
       const first = this.sent + 1;
       this.sent += batch.length;
       const batchId = this.opts.scope === undefined ? `${this.opts.attempt}:${++this.batches}` : `scope=${this.opts.scope}:${first}`;
-      const last = await this.log.append(this.opts.anyAttempt ? "*" : this.opts.attempt, batchId, batch);
+      const last = await this.append(batchId, batch);
       if (last < 0) {
         this.stale = true;
         this.opts.onStale?.();
@@ -119,4 +125,26 @@ export class EventPublisher {
       this.failure = err;
     }
   }
+
+  /**
+   * Appends a batch, sent again while Redis cannot be reached (a failover under way): the batch id
+   * makes a resend that already landed a no-op. Ends when it lands, when the publisher is abandoned
+   * (the worker stopped the run: its lease could not be renewed), or after `resendForMs`.
+   */
+  private async append(batchId: string, batch: string[]): Promise<number> {
+    const giveUpAt = Date.now() + (this.opts.resendForMs ?? RESEND_FOR_MS);
+    for (let tries = 0; ; tries++) {
+      try {
+        return await this.log.append(this.opts.anyAttempt ? "*" : this.opts.attempt, batchId, batch);
+      } catch (err) {
+        if (!isConnectionFailure(err) || this.stale || Date.now() > giveUpAt) throw err;
+        await sleep(exponentialDelay(RESEND_BACKOFF, tries));
+      }
+    }
+  }
 }
+
+/** How long a batch is sent again while Redis cannot be reached, at most. */
+const RESEND_FOR_MS = 30_000;
+/** Pause before each resend: 50 ms, doubling to 1 s. */
+const RESEND_BACKOFF = { baseMs: 50, maxMs: 1_000 };

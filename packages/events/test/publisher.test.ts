@@ -114,6 +114,26 @@ describe("EventPublisher", () => {
     expect(p.isStale).toBe(true);
   });
 
+  it("sends a batch again while Redis cannot be reached, and it lands once Redis answers: once, in order", async () => {
+    const taskId = await runningTask();
+    const flaky = new Redis(redis.options);
+    await flaky.ping();
+    flaky.disconnect();
+    const p = new EventPublisher(flaky, keys, DEFAULT_RETENTION, { taskId, attempt: 1, agent: "a", detailed: true });
+    p.emit({ type: "text", delta: "during " });
+    p.emit({ type: "text", delta: "the outage" });
+    const flushed = p.flush();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(p.published).toBe(0);
+    await flaky.connect();
+    await flushed;
+    expect(p.published).toBe(2);
+    const stored = await redis.xrange(keys.events(taskId), "-", "+");
+    const deltas = stored.flatMap(([, fields]) => (JSON.parse(fields[1]!) as Array<{ delta?: string }>).map((e) => e.delta));
+    expect(deltas).toEqual(["during ", "the outage"]);
+    flaky.disconnect();
+  });
+
   it("rejects flush with the error Redis gave, then and on every later flush, sending nothing more", async () => {
     const taskId = await runningTask();
     const broken = new Redis(redis.options);
@@ -122,7 +142,7 @@ describe("EventPublisher", () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (err: unknown) => void unhandled.push(err);
     process.on("unhandledRejection", onUnhandled);
-    const p = new EventPublisher(broken, keys, DEFAULT_RETENTION, { taskId, attempt: 1, agent: "a", detailed: true });
+    const p = new EventPublisher(broken, keys, DEFAULT_RETENTION, { taskId, attempt: 1, agent: "a", detailed: true, resendForMs: 0 });
     p.emit({ type: "text", delta: "lost" });
     await tick(); // the batch goes out on its own, and fails
     await tick();

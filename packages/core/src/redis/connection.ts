@@ -228,8 +228,10 @@ export function describeRedis(redis: Redis): string {
   return o.path ? o.path : `${o.host ?? "127.0.0.1"}:${o.port ?? 6379}`;
 }
 
+// The last line: a Redis Cluster in the middle of a failover (a master gone, its slots not yet
+// served by the replica taking over) answers with redirections ioredis gives up on, or CLUSTERDOWN.
 const CONNECTION_FAILURE =
-  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|Connection is closed|max retries per request|Stream isn't writeable|connect ETIMEDOUT|All sentinels are unreachable/i;
+  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|Connection is closed|max retries per request|Stream isn't writeable|connect ETIMEDOUT|All sentinels are unreachable|Too many Cluster redirections|CLUSTERDOWN|TRYAGAIN|Failed to refresh slots cache|None of startup nodes is available/i;
 
 /** True for errors that mean "Redis could not be reached", as opposed to a command's own error. */
 export function isConnectionFailure(err: unknown): boolean {

@@ -1,0 +1,97 @@
+// The dashboard: a single page on the gateway's API, routed by the address's hash.
+import { html } from "htm/preact";
+import { render } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { adoptTokenFromUrl, getToken, onUnauthorized, setToken } from "./api.ts";
+import { DeadLetters } from "./dead-letters.ts";
+import { Overview } from "./overview.ts";
+import { type Route, useRoute } from "./router.ts";
+import { RunPage, Runs } from "./runs.ts";
+import { TaskPage } from "./task.ts";
+import { Tasks } from "./tasks.ts";
+import { WorkersPage } from "./workers.ts";
+
+const NAV: ReadonlyArray<[href: string, label: string, section: string]> = [
+  ["#/", "Overview", ""],
+  ["#/tasks", "Tasks", "tasks"],
+  ["#/workers", "Workers", "workers"],
+  ["#/dead-letters", "Dead letters", "dead-letters"],
+  ["#/runs", "Graph runs", "runs"],
+];
+
+function page({ parts, query }: Route) {
+  const [section = "", arg] = parts;
+  const status = query.get("status") ?? undefined;
+  switch (section) {
+    case "":
+      return html`<${Overview} />`;
+    case "tasks":
+      return html`<${Tasks} queue=${query.get("queue") ?? undefined} status=${status} />`;
+    case "queues":
+      return html`<${Tasks} key=${arg} queue=${arg} status=${status} />`;
+    case "task":
+      return arg ? html`<${TaskPage} key=${arg} taskId=${arg} />` : null;
+    case "workers":
+      return html`<${WorkersPage} />`;
+    case "dead-letters":
+      return html`<${DeadLetters} queue=${arg} />`;
+    case "runs":
+      return arg ? html`<${RunPage} key=${arg} runId=${arg} />` : html`<${Runs} />`;
+    default:
+      return html`<p>No page here. <a href="#/">Overview</a></p>`;
+  }
+}
+
+/** Shown when the API answered 401: the gateway wants a bearer token. */
+function TokenForm({ onDone }: { onDone: () => void }) {
+  const [value, setValue] = useState("");
+  return html`<form
+    class="token-form"
+    onSubmit=${(e: Event) => {
+      e.preventDefault();
+      setToken(value.trim() || null);
+      onDone();
+    }}
+  >
+    <b>The gateway needs a token.</b>
+    <input type="password" placeholder="bearer token" value=${value} onInput=${(e: Event) => setValue((e.target as HTMLInputElement).value)} />
+    <button type="submit">Use it</button>
+    <span class="muted small">Kept for this tab only (sessionStorage). You can also open the page once with <code>?token=…</code>.</span>
+  </form>`;
+}
+
+function App() {
+  const route = useRoute();
+  const [needsToken, setNeedsToken] = useState(false);
+  // Remounts the page after a new token, so everything loads again with it.
+  const [generation, setGeneration] = useState(0);
+  useEffect(() => onUnauthorized(() => setNeedsToken(true)), []);
+  const section = route.parts[0] === "queues" || route.parts[0] === "task" ? "tasks" : (route.parts[0] ?? "");
+  return html`<header>
+      <a href="#/" class="brand">Flotilla</a>
+      <nav>${NAV.map(([href, label, s]) => html`<a href=${href} class=${section === s ? "active" : ""}>${label}</a>`)}</nav>
+      <span class="spacer"></span>
+      ${
+        getToken()
+          ? html`<button class="link" title="Forget the token" onClick=${() => {
+              setToken(null);
+              setGeneration((g) => g + 1);
+            }}>sign out</button>`
+          : null
+      }
+    </header>
+    ${
+      needsToken
+        ? html`<${TokenForm}
+            onDone=${() => {
+              setNeedsToken(false);
+              setGeneration((g) => g + 1);
+            }}
+          />`
+        : null
+    }
+    <main key=${generation}>${page(route)}</main>`;
+}
+
+adoptTokenFromUrl();
+render(html`<${App} />`, document.getElementById("app")!);

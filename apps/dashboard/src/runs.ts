@@ -1,0 +1,73 @@
+// Graph runs: the list (newest first), and one run's node instances with their states. Polled every 2 s.
+import { html } from "htm/preact";
+import { useState } from "preact/hooks";
+import { get } from "./api.ts";
+import { ago, duration, json } from "./format.ts";
+import { usePoll } from "./hooks.ts";
+import type { RunDetail, RunSummary } from "./types.ts";
+import { ErrorNote, Status, TaskLink } from "./ui.ts";
+
+export function Runs() {
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors.at(-1);
+  const page = usePoll(
+    (signal) =>
+      get<{ runs: RunSummary[]; cursor?: string; nextCursor?: string }>(`/v1/runs?limit=25${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, signal),
+    2000,
+    [cursor],
+  );
+  const next = page.data?.nextCursor ?? page.data?.cursor;
+  return html`<section>
+    <h1>Graph runs</h1>
+    <div class="toolbar">
+      <span class="spacer"></span>
+      <button disabled=${cursors.length === 0} onClick=${() => setCursors(cursors.slice(0, -1))}>← Previous</button>
+      <button disabled=${!next} onClick=${() => next && setCursors([...cursors, next])}>Next →</button>
+    </div>
+    <${ErrorNote} error=${page.error} />
+    <table data-testid="runs">
+      <thead><tr><th>run</th><th>graph</th><th>status</th><th>started</th><th class="n">took</th><th>error</th></tr></thead>
+      <tbody>
+        ${(page.data?.runs ?? []).map(
+          (r) => html`<tr key=${r.runId}>
+            <td><a href=${`#/runs/${encodeURIComponent(r.runId)}`} class="mono">${r.runId}</a></td>
+            <td>${r.graph}</td>
+            <td><${Status} status=${r.status} /></td>
+            <td>${ago(r.createdAt)}</td>
+            <td class="n">${r.endedAt ? duration(r.endedAt - r.createdAt) : "—"}</td>
+            <td class="small">${r.error ? `${r.error.code}: ${r.error.message}` : ""}</td>
+          </tr>`,
+        )}
+        ${page.data?.runs.length === 0 ? html`<tr><td colspan="6" class="muted">No graph runs.</td></tr>` : null}
+      </tbody>
+    </table>
+  </section>`;
+}
+
+export function RunPage({ runId }: { runId: string }) {
+  const run = usePoll((signal) => get<RunDetail>(`/v1/runs/${encodeURIComponent(runId)}`, signal), 2000, [runId]);
+  const r = run.data;
+  return html`<section>
+    <h1>Run <span class="mono">${runId}</span></h1>
+    <${ErrorNote} error=${run.error} />
+    ${
+      r
+        ? html`<div class="toolbar">
+              <${Status} status=${r.status} />
+              <span class="muted">graph <b>${r.graph}</b> · started ${ago(r.createdAt)}${r.endedAt ? ` · took ${duration(r.endedAt - r.createdAt)}` : ""}</span>
+            </div>
+            ${r.error ? html`<p class="error">${r.error.code}: ${r.error.message}${r.error.node ? ` (node ${r.error.node})` : ""}</p>` : null}
+            <div class="nodes" data-testid="nodes">
+              ${r.nodes.map(
+                (n) => html`<div class=${`node s-${n.status.toLowerCase()}`} key=${n.instance} data-node=${n.node} data-status=${n.status}>
+                  <div class="node-head"><b>${n.node}</b>${n.branch.length > 0 ? html` <span class="muted">[${n.branch.join(".")}]</span>` : null} <${Status} status=${n.status} /></div>
+                  <div class="small"><${TaskLink} taskId=${n.taskId} /></div>
+                  ${n.output !== undefined ? html`<details><summary>output</summary><pre>${json(n.output)}</pre></details>` : null}
+                  ${n.error !== undefined ? html`<pre class="error small">${json(n.error)}</pre>` : null}
+                </div>`,
+              )}
+            </div>`
+        : null
+    }
+  </section>`;
+}

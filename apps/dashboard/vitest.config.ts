@@ -1,0 +1,3 @@
+import { flotillaProject } from "@flotilla/tooling/vitest";
+
+export default flotillaProject("dashboard");
