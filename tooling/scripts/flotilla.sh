@@ -5,6 +5,7 @@
 #   setup                 nothing more
 #   build                 builds every package (tooling/scripts/build.sh: a line per package)
 #   demo [args]           builds, then runs the demo
+#   dashboard             builds, then serves the live dashboard on a sample fleet (see apps/demo)
 #   worker [args]         builds, then runs flotilla-worker (apps/worker) with the given flags
 #   example <name>        runs an example of examples/ (research | swarm)
 #   test [vitest args]    every test (builds the Temporal dev server once, with progress)
@@ -85,6 +86,9 @@ case "$cmd" in
   demo)
     bash "$ROOT/tooling/scripts/build.sh"
     (cd "$ROOT" && node apps/demo/dist/main.js "$@") ;;
+  dashboard)
+    bash "$ROOT/tooling/scripts/build.sh"
+    (cd "$ROOT" && node apps/demo/dist/dashboard.js "$@") ;;
   worker)
     bash "$ROOT/tooling/scripts/build.sh"
     (cd "$ROOT" && node apps/worker/dist/main.js "$@") ;;

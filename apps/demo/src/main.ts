@@ -2,20 +2,16 @@
 // The Flotilla demo: two worker processes, several agent runs with the scripted model, one streamed
 // to the terminal as it types, one cancelled mid-run; then the fleet and the final statuses.
 // Ctrl-C (SIGINT) or SIGTERM at any point stops the workers and removes the demo's keys first.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient, type TaskHandle } from "@flotilla/client";
 import { purgePrefix, startRedisServer } from "@flotilla/testing";
 import { Redis } from "ioredis";
 import { answers } from "./redis-server.ts";
 import { stopChild, Teardown } from "./teardown.ts";
+import { spawnWorker } from "./worker-process.ts";
 
-const fromSource = import.meta.url.endsWith(".ts");
-const ext = fromSource ? "ts" : "js";
-const workerMain = fileURLToPath(new URL(`../../worker/${fromSource ? "src" : "dist"}/main.${ext}`, import.meta.url));
-const toolsModule = fileURLToPath(new URL(`./tools.${ext}`, import.meta.url));
 const tty = process.stdout.isTTY;
 const dim = (s: string) => (tty ? `\x1b[2m${s}\x1b[0m` : s);
 const bold = (s: string) => (tty ? `\x1b[1m${s}\x1b[0m` : s);
@@ -27,36 +23,9 @@ const workers: ChildProcess[] = [];
 let interrupted: NodeJS.Signals | undefined;
 
 function startWorker(url: string, prefix: string, name: string): Promise<ChildProcess> {
-  const args = fromSource ? ["--conditions=@flotilla/source", workerMain] : [workerMain];
-  const child = spawn(process.execPath, args, {
-    // A process group of its own: Ctrl-C reaches the demo alone, which stops its workers itself
-    // (once each: a worker's second signal would exit it without draining).
-    detached: true,
-    env: {
-      ...process.env,
-      REDIS_URL: url,
-      FLOTILLA_PREFIX: prefix,
-      FLOTILLA_MODULE: toolsModule,
-      FLOTILLA_CONCURRENCY: "3",
-      FLOTILLA_WORKER_ID: name,
-      FLOTILLA_LOG_LEVEL: "warn",
-      // Fleet figures are as of the last beat; beat often so the demo's table is current.
-      FLOTILLA_HEARTBEAT_TTL_MS: "900",
-      // Stopped early (Ctrl-C), a worker hands its running tasks back after a second: the demo
-      // removes every key anyway.
-      FLOTILLA_DRAIN_TIMEOUT_MS: "1000",
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const { child, started } = spawnWorker(url, prefix, name);
   workers.push(child);
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    child.on("exit", (code) => reject(new Error(`worker ${name} exited with ${code}: ${out}`)));
-    child.on("spawn", () => resolve(child));
-  });
+  return started;
 }
 
 async function main(): Promise<void> {

@@ -1,0 +1,52 @@
+// `npm run dashboard`: a worker, the gateway serving the built dashboard and a trickle of sample runs
+// on a prefix of its own; Ctrl-C stops it all and leaves no key behind.
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { keysUnder, testRedis, testRedisEnv, waitFor } from "@flotilla/testing";
+import { afterAll, describe, expect, it } from "vitest";
+
+const command = fileURLToPath(new URL("../src/dashboard.ts", import.meta.url));
+const built = existsSync(fileURLToPath(new URL("../../dashboard/dist/index.html", import.meta.url)));
+const inCI = !["", "0", "false"].includes((process.env.CI ?? "").toLowerCase());
+const redis = testRedis();
+afterAll(() => redis.quit());
+
+describe.skipIf(!built && !inCI)("npm run dashboard", () => {
+  it("serves the dashboard and its API on a sample fleet whose runs go on; SIGINT removes every key and exits 0", async () => {
+    const child = spawn(process.execPath, ["--conditions=@flotilla/source", command], {
+      env: { ...process.env, ...testRedisEnv(), FLOTILLA_GATEWAY_PORT: "0", CI: "true" },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    const line = await waitFor(() => /Flotilla dashboard: (http:\/\/\S+)\/ .*prefix (\S+);/.exec(out) ?? undefined, {
+      timeoutMs: 30_000,
+      what: "the URL line",
+    });
+    const [, url, prefix] = line;
+    const page = await fetch(`${url}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("<div id=");
+    // The sample runs reach the fleet: tasks complete, and one lands in the dead letters.
+    await waitFor(
+      async () => {
+        const { tasks } = (await (await fetch(`${url}/v1/tasks?status=COMPLETED`)).json()) as { tasks: unknown[] };
+        return tasks.length > 0;
+      },
+      { timeoutMs: 30_000, what: "a sample run to complete" },
+    );
+    const queues = (await (await fetch(`${url}/v1/queues`)).json()) as { queues: Array<{ queue: string; dead: number }> };
+    expect(queues.queues.map((q) => q.queue)).toContain("default");
+    process.kill(-child.pid!, "SIGINT");
+    expect(await exited).toBe(0);
+    expect(await keysUnder(redis, prefix!)).toEqual([]);
+  }, 90_000);
+});
