@@ -42,6 +42,8 @@ Options (each also read from the environment variable shown):
   --heartbeat-ttl MS     FLOTILLA_HEARTBEAT_TTL_MS  default ${DEFAULTS.heartbeatTtlMs}
   --lease MS             FLOTILLA_LEASE_MS      default ${DEFAULTS.leaseMs}
   --worker-id ID         FLOTILLA_WORKER_ID     default <hostname>-<pid>-<random>
+  --build-id B           FLOTILLA_BUILD_ID      your application's build (git sha, release), shown
+                                                with the worker in \`flotilla workers\` and the dashboard
   --log-level L          FLOTILLA_LOG_LEVEL     debug|info|warn|error, default info
   --executor E           FLOTILLA_EXECUTOR      redis (run agents here) | temporal, default redis
   --temporal-address A   TEMPORAL_ADDRESS       default 127.0.0.1:7233
@@ -102,6 +104,7 @@ const ConfigFields = z.object({
   heartbeatTtlMs: z.coerce.number().int().min(300).default(DEFAULTS.heartbeatTtlMs),
   leaseMs: z.coerce.number().int().min(300).default(DEFAULTS.leaseMs),
   workerId: z.string().optional(),
+  buildId: z.string().min(1).max(200).optional(),
   logLevel: z.enum(["debug", "info", "warn", "error"]).default("info"),
   executor: z.enum(["redis", "temporal"]).default("redis"),
   temporalAddress: z
@@ -140,6 +143,7 @@ const SOURCES: Record<string, { flag: string; env: string }> = {
   heartbeatTtlMs: { flag: "heartbeat-ttl", env: "FLOTILLA_HEARTBEAT_TTL_MS" },
   leaseMs: { flag: "lease", env: "FLOTILLA_LEASE_MS" },
   workerId: { flag: "worker-id", env: "FLOTILLA_WORKER_ID" },
+  buildId: { flag: "build-id", env: "FLOTILLA_BUILD_ID" },
   logLevel: { flag: "log-level", env: "FLOTILLA_LOG_LEVEL" },
   executor: { flag: "executor", env: "FLOTILLA_EXECUTOR" },
   temporalAddress: { flag: "temporal-address", env: "TEMPORAL_ADDRESS" },

@@ -72,6 +72,7 @@ async function main(): Promise<number> {
     ...(temporal && { executor: temporal.executor }),
     ...(endpoints && { metrics: endpoints.metrics }),
     workerId,
+    ...(config.buildId && { buildId: config.buildId }),
     logger: log,
   });
 

@@ -38,20 +38,57 @@ describe("flotilla queues / workers / alerts", () => {
     expect(r.stdout).toContain("the last 1m00s");
   });
 
-  it("workers: id, state, host, queues, running, last beat; --json is the fleet status", async () => {
-    await env.worker({ queues: ["cli-w-a", "cli-w-b"], workerId: "cli-fleet-worker", concurrency: 3 });
+  it("workers: id, state, host, version, queues, running, last beat; --json is the fleet status", async () => {
+    await env.worker({ queues: ["cli-w-a", "cli-w-b"], workerId: "cli-fleet-worker", concurrency: 3, buildId: "b42" });
     const fleet = await json<FleetStatus>(env.prefix, ["workers"]);
     const mine = fleet.workers.find((w) => w.workerId === "cli-fleet-worker");
-    expect(mine).toMatchObject({ alive: true, queues: ["cli-w-a", "cli-w-b"], concurrency: 3, running: [] });
+    expect(mine).toMatchObject({ alive: true, state: "running", queues: ["cli-w-a", "cli-w-b"], concurrency: 3, running: [], buildId: "b42" });
     expect(fleet.live).toBeGreaterThanOrEqual(1);
 
     const r = await flotilla(env.prefix, ["workers"]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^WORKER\s+STATE\s+HOST:PID\s+QUEUES\s+NODE TYPES\s+RUNNING/);
+    expect(r.stdout).toMatch(/^WORKER\s+STATE\s+HOST:PID\s+VERSION\s+QUEUES\s+NODE TYPES\s+RUNNING/);
     const cells = row(r.stdout, "cli-fleet-worker");
-    expect(cells.slice(0, 6)).toEqual(["cli-fleet-worker", "live", `${mine!.hostname}:${mine!.pid}`, "cli-w-a,cli-w-b", "-", "0/3"]);
+    expect(cells.slice(0, 7)).toEqual([
+      "cli-fleet-worker",
+      "running",
+      `${mine!.hostname}:${mine!.pid}`,
+      `${mine!.version} (b42)`,
+      "cli-w-a,cli-w-b",
+      "-",
+      "0/3",
+    ]);
+    expect(mine!.version).toMatch(/^\d+\.\d+\.\d+/);
     expect(cells.at(-1)).toMatch(/ago$/);
     expect(r.stdout).toMatch(/\d+ live, \d+ dead, \d+ tasks? running/);
+  });
+
+  it("workers: a worker that is not ready says why, under the table", async () => {
+    // As a worker's heartbeat writes it while its Redis is full (the record is the worker's to write; this stands in for one).
+    const [seconds] = await env.redis.time();
+    const now = Number(seconds) * 1000;
+    const record = {
+      workerId: "cli-stuck-worker",
+      hostname: "h",
+      pid: 7,
+      queues: ["cli-w-c"],
+      concurrency: 2,
+      running: [],
+      completed: 0,
+      failed: 0,
+      startedAt: now - 60_000,
+      lastBeat: now,
+      heartbeatTtlMs: 15_000,
+      state: "not-ready",
+      reasons: [{ reason: "redis-full", detail: "Redis at 127.0.0.1:6379 is full", since: now - 30_000 }],
+      version: "1.2.3",
+    };
+    await env.redis.set(env.keys.worker(record.workerId), JSON.stringify(record), "PX", 15_000);
+    await env.redis.zadd(env.keys.workers(), now, record.workerId);
+    const r = await flotilla(env.prefix, ["workers"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(row(r.stdout, "cli-stuck-worker").slice(0, 4)).toEqual(["cli-stuck-worker", "not-ready", "h:7", "1.2.3"]);
+    expect(r.stdout).toMatch(/^! cli-stuck-worker redis-full since 3\d(\.\d)?s ago: Redis at 127\.0\.0\.1:6379 is full$/m);
   });
 
   it("workers --watch redraws until Ctrl-C", async () => {

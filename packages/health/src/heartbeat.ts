@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { DEFAULTS, type Keys } from "@flotilla/core";
 import { redisTime } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
-import type { WorkerRecord } from "./schema.ts";
+import type { NotReady, WorkerRecord, WorkerState } from "./schema.ts";
 import { scripts } from "./scripts.ts";
 
 export interface HeartbeatOptions {
@@ -16,6 +16,11 @@ export interface HeartbeatOptions {
   ttlMs?: number;
   /** Live figures, read on every beat. */
   snapshot: () => { running: string[]; completed: number; failed: number };
+  /** The worker's state and, when not ready, why; read on every beat. Absent: not reported. */
+  state?: () => { state: WorkerState; reasons: NotReady[] };
+  /** The version of the software it runs, and the application's build. */
+  version?: string | undefined;
+  buildId?: string | undefined;
   /** Told about a beat that could not be written (the next beat retries). */
   onError?: (err: unknown) => void;
 }
@@ -71,6 +76,7 @@ export class Heartbeat {
     if (this.stopped) return;
     this.startedAt ??= now;
     const live = this.opts.snapshot();
+    const state = this.opts.state?.();
     const record: WorkerRecord = {
       workerId: this.opts.workerId,
       hostname: hostname(),
@@ -85,6 +91,10 @@ export class Heartbeat {
       startedAt: this.startedAt,
       lastBeat: now,
       heartbeatTtlMs: this.ttlMs,
+      ...(state && { state: state.state }),
+      ...(state && state.reasons.length > 0 && { reasons: state.reasons }),
+      ...(this.opts.version && { version: this.opts.version }),
+      ...(this.opts.buildId && { buildId: this.opts.buildId }),
     };
     // One script (it runs on a full Redis too); workers silent for a day are forgotten, their
     // records expired long ago.

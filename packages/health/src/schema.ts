@@ -1,5 +1,17 @@
 import { z } from "zod";
 
+/**
+ * What a worker is doing: `starting` (joining the fleet, not claiming yet), `running` (ready and
+ * claiming), `draining` (stop() was called: it claims nothing new and finishes what it runs),
+ * `not-ready` (running, but not claiming: see its reasons).
+ */
+export const WorkerStateSchema = z.enum(["starting", "running", "draining", "not-ready"]);
+export type WorkerState = z.infer<typeof WorkerStateSchema>;
+
+/** Why a worker is not ready (`redis`, `redis-full`, `claiming`, …), what it saw, since when (ms, its own clock). */
+export const NotReadySchema = z.object({ reason: z.string(), detail: z.string(), since: z.number() });
+export type NotReady = z.infer<typeof NotReadySchema>;
+
 /** What each worker writes on every beat. */
 export const WorkerRecordSchema = z.object({
   workerId: z.string(),
@@ -17,5 +29,13 @@ export const WorkerRecordSchema = z.object({
   startedAt: z.number(),
   lastBeat: z.number(),
   heartbeatTtlMs: z.number().int().positive(),
+  /** Absent in records written by workers that predate it. */
+  state: WorkerStateSchema.optional(),
+  /** Why it is not ready, when its state is `not-ready` (or `starting`/`draining` with a cause). */
+  reasons: z.array(NotReadySchema).optional(),
+  /** The version of @flotilla/worker it runs. */
+  version: z.string().optional(),
+  /** The application's own build (the worker's `buildId` option), when set. */
+  buildId: z.string().optional(),
 });
 export type WorkerRecord = z.infer<typeof WorkerRecordSchema>;

@@ -124,6 +124,7 @@ export const WorkerOptionsSchema = z
     promoteIntervalMs: positive(),
     fairnessEvery: z.number().int("must be an integer").min(0, "must be 0 (strict priority) or an integer of at least 2"),
     workerId: z.string().min(1),
+    buildId: z.string().min(1).max(200),
     connectTimeoutMs: positive(),
     retention: RetentionSchema,
     queueRetention: z.record(QueueNameSchema, RetentionSchema),

@@ -117,6 +117,12 @@ export interface WorkerOptions {
   fairnessEvery?: number;
   /** @default `${hostname}-${pid}-${random}` */
   workerId?: string;
+  /**
+   * Your application's build (a git sha, a release tag), shown beside the worker in `flotilla
+   * workers`, the gateway and the dashboard, so a fleet mid-deploy shows which workers run what.
+   * @default undefined (only the @flotilla/worker version is shown)
+   */
+  buildId?: string;
   /** `start()` fails with a ConnectionError if Redis does not answer within this. @default 10_000 */
   connectTimeoutMs?: number;
   /** How long what the worker writes is kept (records, events, dead letters). @default DEFAULT_RETENTION */
@@ -202,6 +208,7 @@ export interface ResolvedWorkerOptions {
   promoteIntervalMs: number;
   fairnessEvery: number;
   workerId: string;
+  buildId: string | undefined;
   connectTimeoutMs: number;
   retention: Retention;
   queueRetention: Record<string, Retention>;
@@ -248,6 +255,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     // 1 would let low and normal take turns first every round: the same as 2, said plainly.
     fairnessEvery: fairnessEvery === 1 ? 2 : fairnessEvery,
     workerId: o.workerId ?? defaultWorkerId(),
+    buildId: o.buildId,
     connectTimeoutMs: o.connectTimeoutMs ?? DEFAULTS.workerConnectTimeoutMs,
     retention,
     queueRetention: Object.fromEntries(Object.entries(o.queueRetention ?? {}).map(([queue, r]) => [queue, resolveRetention(r, retention)])),

@@ -2,7 +2,7 @@ import { Broker } from "@flotilla/broker";
 import { CancelListener } from "@flotilla/cancel";
 import { AbortReason, createKeys, ErrorCodes } from "@flotilla/core";
 import { closeRedis, describeRedis, type OwnedRedis, openRedis, SubscriberHub, whenReady } from "@flotilla/core/redis";
-import { Heartbeat } from "@flotilla/health";
+import { Heartbeat, type NotReady, type WorkerState } from "@flotilla/health";
 import { MemoryStores } from "@flotilla/memory";
 import { METRICS } from "@flotilla/metrics";
 import { RedisRateLimiter } from "@flotilla/ratelimit";
@@ -21,6 +21,7 @@ import { OutcomeRecorder } from "./outcome-recorder.ts";
 import { Readiness, type ReadinessState } from "./readiness.ts";
 import { RedisLink } from "./redis-link.ts";
 import { Settler } from "./settler.ts";
+import { WORKER_VERSION } from "./version.ts";
 
 /** What the session tells the Worker, which turns it into its events. */
 export interface SessionListener {
@@ -54,6 +55,10 @@ export class WorkerSession {
   /** Fires the fleet's due schedules (@flotilla/schedules), when this worker takes part. */
   private readonly schedules: Scheduler | undefined;
   private onDeadline: "release" | "cancel" = "release";
+  /** open() finished: the worker claims. */
+  private opened = false;
+  /** close() was called: the worker drains. */
+  private closing = false;
   /** Aborted at the drain deadline: outcomes Redis keeps refusing are no longer sent again. */
   private readonly giveUp = new AbortController();
 
@@ -65,7 +70,11 @@ export class WorkerSession {
     const { workerId, logger: log, metrics } = options;
     const redis = conn.redis;
     const keys = createKeys(options.prefix);
-    this.readiness = new Readiness(log, (state) => listener.readiness(state));
+    this.readiness = new Readiness(log, (state) => {
+      listener.readiness(state);
+      // The fleet sees the change now, not at the next beat.
+      this.heartbeat?.beat().catch(() => {});
+    });
     const store = new TaskStore(redis, keys, options.retention, options.queueRetention, { signingSecret: options.signingSecrets?.[0] });
     const broker = new Broker(redis, keys, { deadLetterMaxLen: options.retention.deadLetterMaxLen });
     this.broker = broker;
@@ -164,6 +173,9 @@ export class WorkerSession {
       ...(options.bus && { subscriptions: options.bus.subscriptions }),
       ttlMs: options.heartbeatTtlMs,
       snapshot: () => ({ running: this.inFlight.taskIds(), ...this.recorder.counts }),
+      state: () => this.state,
+      version: WORKER_VERSION,
+      buildId: options.buildId,
       onError: (err) => log.warn("heartbeat failed", { err }),
     });
     this.gauges = new Gauges(redis, keys, broker, options.queues, metrics, options.heartbeatTtlMs, log);
@@ -220,7 +232,17 @@ export class WorkerSession {
     await session.scheduler.start();
     session.gauges.start(options.gaugeIntervalMs, () => session.link.memory);
     session.schedules?.start();
+    session.opened = true;
+    await session.heartbeat.beat().catch(() => {});
     return session;
+  }
+
+  /** What the heartbeat reports: starting until open() is done, draining once close() is called, else running or not ready (with why). */
+  private get state(): { state: WorkerState; reasons: NotReady[] } {
+    if (this.closing) return { state: "draining", reasons: [] };
+    const { reasons } = this.readiness.state;
+    if (!this.opened) return { state: "starting", reasons };
+    return this.ready ? { state: "running", reasons: [] } : { state: "not-ready", reasons };
   }
 
   /** Redis within reach, claiming, and the last claim worked. */
@@ -235,6 +257,8 @@ export class WorkerSession {
   async close(drainTimeoutMs: number, onDeadline: "release" | "cancel"): Promise<void> {
     const log = this.options.logger;
     this.onDeadline = onDeadline;
+    this.closing = true;
+    void this.heartbeat.beat().catch(() => {});
     this.gauges.stop();
     // A round in flight is recorded before the connection goes; the next due tick is another worker's.
     await this.schedules?.stop();

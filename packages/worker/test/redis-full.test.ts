@@ -3,6 +3,7 @@
 // frees; a submit is refused whole with REDIS_FULL.
 import { ErrorCodes, isRedisFull, RedisFullError } from "@flotilla/core";
 import { readRedisMemory } from "@flotilla/core/redis";
+import type { WorkerRecord } from "@flotilla/health";
 import { type AlertEvent, AlertManager } from "@flotilla/metrics";
 import { createTestEnv, echo, startRedisServer, type TestEnv, type TestRedisServer, waitFor } from "@flotilla/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -75,6 +76,12 @@ describe("a full Redis (maxmemory reached, noeviction)", () => {
     await waitFor(() => worker.readiness.reasons.some((r) => r.reason === "redis-full"), { timeoutMs: 5000 });
     expect(worker.ready).toBe(false);
     expect(worker.readiness.reasons.find((r) => r.reason === "redis-full")!.detail).toMatch(/Redis at .* is full/);
+    // The fleet sees it too: the heartbeat (a script that runs on a full Redis) says why.
+    const record = async () => JSON.parse((await env.redis.get(env.keys.worker(worker.workerId)))!) as WorkerRecord;
+    await waitFor(async () => (await record()).state === "not-ready", { timeoutMs: 5000 });
+    expect((await record()).reasons).toEqual(
+      expect.arrayContaining([expect.objectContaining({ reason: "redis-full", detail: expect.stringMatching(/is full/) })]),
+    );
     const alerts: AlertEvent[] = [];
     const manager = new AlertManager({ redis: env.redis, prefix: env.prefix, queues: ["full"], sinks: [(e) => void alerts.push(e)] });
     await manager.evaluate();
@@ -97,6 +104,8 @@ describe("a full Redis (maxmemory reached, noeviction)", () => {
     expect([...runs.values()].every((n) => n === 1)).toBe(true);
     expect(runs.size).toBe(12);
     await waitFor(() => worker.ready, { timeoutMs: 5000 });
+    await waitFor(async () => (await record()).state === "running", { timeoutMs: 5000 });
+    expect((await record()).reasons).toBeUndefined();
     await manager.evaluate();
     expect(alerts.at(-1)).toMatchObject({ id: "redis_memory_near_limit:*", state: "resolved" });
     await manager.stop();
