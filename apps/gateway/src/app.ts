@@ -14,6 +14,7 @@ import { registerDeadLetterRoutes } from "./routes/dead-letters.ts";
 import { registerEventRoutes } from "./routes/events.ts";
 import { registerFleetRoutes } from "./routes/fleet.ts";
 import { registerGraphAndTopicRoutes } from "./routes/graphs-and-topics.ts";
+import { registerLiveRoutes } from "./routes/live.ts";
 import { registerOpsRoutes } from "./routes/ops.ts";
 import { registerTaskRoutes } from "./routes/tasks.ts";
 
@@ -66,6 +67,7 @@ export function buildApp(deps: GatewayDeps): GatewayApp {
   registerTaskRoutes(app, deps);
   registerEventRoutes(app, deps);
   registerFleetRoutes(app, deps);
+  registerLiveRoutes(app, deps);
   registerDeadLetterRoutes(app, deps);
   registerGraphAndTopicRoutes(app, deps);
   registerOpsRoutes(app, deps);

@@ -21,6 +21,11 @@ Options (each also read from the environment variable shown):
                                                         (as the workers' list; use the env var)
   --dashboard-dir DIR    FLOTILLA_GATEWAY_DASHBOARD_DIR the built dashboard (apps/dashboard/dist), served at /
                                                         without a token; default none
+  --alerts on|off        FLOTILLA_GATEWAY_ALERTS        run the default alert rules (one gateway at a time);
+                                                        default on
+  --alert-interval-ms MS FLOTILLA_ALERT_INTERVAL_MS     default 15000
+  --alert-thresholds J   FLOTILLA_ALERT_THRESHOLDS      JSON, e.g. {"depthCritical":1000,"failureRate":0.2}
+  --alert-webhooks a,b   FLOTILLA_ALERT_WEBHOOKS        URLs each alert event is POSTed to
   --help
 `;
 
@@ -45,6 +50,33 @@ const ConfigSchema = z.object({
     .pipe(z.array(z.string().min(16, "each secret must be at least 16 characters")).min(1))
     .optional(),
   dashboardDir: z.string().min(1).optional(),
+  alerts: z.enum(["on", "off"]).default("on"),
+  alertIntervalMs: z.coerce.number().int().min(100).optional(),
+  alertThresholds: z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: "custom", message: "is not JSON" });
+        return z.NEVER;
+      }
+    })
+    .pipe(
+      z
+        .object({
+          depthWarning: z.number().int().positive(),
+          depthCritical: z.number().int().positive(),
+          failureRate: z.number().min(0).max(1),
+          failureRateMinSamples: z.number().int().positive(),
+          waitP95Ms: z.number().positive(),
+          redisMemoryRatio: z.number().positive().max(1),
+        })
+        .partial()
+        .strict(),
+    )
+    .optional(),
+  alertWebhooks: z.string().transform(csv).pipe(z.array(z.url())).optional(),
 });
 
 /** Each setting's flag and environment variable. */
@@ -59,6 +91,10 @@ const SOURCES: Record<keyof z.input<typeof ConfigSchema>, { flag: string; env: s
   heartbeatMs: { flag: "heartbeat-ms", env: "FLOTILLA_GATEWAY_HEARTBEAT_MS" },
   signingSecrets: { flag: "signing-secrets", env: "FLOTILLA_SIGNING_SECRETS" },
   dashboardDir: { flag: "dashboard-dir", env: "FLOTILLA_GATEWAY_DASHBOARD_DIR" },
+  alerts: { flag: "alerts", env: "FLOTILLA_GATEWAY_ALERTS" },
+  alertIntervalMs: { flag: "alert-interval-ms", env: "FLOTILLA_ALERT_INTERVAL_MS" },
+  alertThresholds: { flag: "alert-thresholds", env: "FLOTILLA_ALERT_THRESHOLDS" },
+  alertWebhooks: { flag: "alert-webhooks", env: "FLOTILLA_ALERT_WEBHOOKS" },
 };
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
@@ -97,5 +133,13 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): GatewayOptio
     ...(c.heartbeatMs !== undefined && { heartbeatMs: c.heartbeatMs }),
     ...(c.signingSecrets !== undefined && { signingSecret: c.signingSecrets[0]! }),
     ...(c.dashboardDir !== undefined && { dashboardDir: c.dashboardDir }),
+    alerts:
+      c.alerts === "off"
+        ? false
+        : {
+            ...(c.alertIntervalMs !== undefined && { intervalMs: c.alertIntervalMs }),
+            ...(c.alertThresholds !== undefined && { thresholds: c.alertThresholds }),
+            ...(c.alertWebhooks !== undefined && { webhooks: c.alertWebhooks }),
+          },
   };
 }

@@ -1,6 +1,7 @@
 import type { Bus } from "@flotilla/bus";
 import type { FlotillaClient } from "@flotilla/client";
 import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { LiveFeed } from "./live-feed.ts";
 import type { GatewayMetrics } from "./metrics.ts";
 import type { OpenStreams } from "./open-streams.ts";
 import type { ResolvedGatewayOptions } from "./options.ts";
@@ -22,4 +23,6 @@ export interface GatewayDeps {
   tokens: TokenTable;
   metrics: GatewayMetrics;
   streams: OpenStreams;
+  /** The fleet's lifecycle, shared by every `GET /v1/events` stream. */
+  feed: LiveFeed;
 }

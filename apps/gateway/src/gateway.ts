@@ -1,10 +1,11 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Bus } from "@flotilla/bus";
-import { FlotillaClient } from "@flotilla/client";
+import { type AlertManager, FlotillaClient, logSink, webhookSink } from "@flotilla/client";
 import { createAdaptorServer } from "@hono/node-server";
 import { buildApp } from "./app.ts";
 import type { GatewayApp } from "./context.ts";
+import { LiveFeed } from "./live-feed.ts";
 import { GatewayMetrics } from "./metrics.ts";
 import { OpenStreams } from "./open-streams.ts";
 import { type GatewayOptions, resolveGatewayOptions } from "./options.ts";
@@ -42,9 +43,11 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     bus ??= import("@flotilla/bus").then(({ Bus }) => new Bus({ ...(o.redis !== undefined && { redis: o.redis }), prefix: o.prefix }));
     return bus;
   };
-  const app = buildApp({ client, bus: busOf, options: o, tokens, metrics: new GatewayMetrics(), streams });
+  const feed = new LiveFeed(client);
+  const app = buildApp({ client, bus: busOf, options: o, tokens, metrics: new GatewayMetrics(), streams, feed });
   let server: Server | undefined;
   let closing: Promise<void> | undefined;
+  let alerts: AlertManager | undefined;
 
   return {
     app,
@@ -60,6 +63,16 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
           resolve();
         });
       });
+      if (o.alerts) {
+        const { intervalMs, thresholds, rules, webhooks = [] } = o.alerts;
+        alerts = client.fleet.runAlerts({
+          ...(intervalMs !== undefined && { intervalMs }),
+          ...(thresholds !== undefined && { thresholds }),
+          ...(rules !== undefined && { rules }),
+          sinks: [logSink(o.logger), ...webhooks.map((url) => webhookSink(url))],
+          onError: (err) => o.logger.warn("alert evaluation failed", { err }),
+        });
+      }
       const { port } = s.address() as AddressInfo;
       const host = o.host.includes(":") ? `[${o.host}]` : o.host;
       return { host: o.host, port, url: `http://${host}:${port}` };
@@ -79,6 +92,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
           clearInterval(idle);
           clearTimeout(cut);
         }
+        await alerts?.stop();
+        await feed.close();
         if (!o.client) await client.close();
         if (bus) await (await bus).close();
       })();

@@ -1,7 +1,19 @@
-import type { FlotillaClient } from "@flotilla/client";
+import type { AlertRule, AlertThresholds, FlotillaClient } from "@flotilla/client";
 import { DEFAULTS, type Logger, silentLogger } from "@flotilla/core";
 import type { RedisConnection } from "@flotilla/core/redis";
 import type { TokenRule } from "./tokens.ts";
+
+/** The alert rules the gateway runs (see `GatewayOptions.alerts`). */
+export interface GatewayAlertOptions {
+  /** How often the rules are evaluated. @default 15_000 */
+  intervalMs?: number;
+  /** The default rules' thresholds. @default the defaults of `defaultRules` */
+  thresholds?: AlertThresholds;
+  /** Rules instead of the default ones. @default defaultRules(thresholds) */
+  rules?: AlertRule[];
+  /** URLs each alert event is POSTed to (JSON, retried with backoff). @default [] */
+  webhooks?: readonly string[];
+}
 
 /** What `createGateway` accepts; every field is optional. */
 export interface GatewayOptions {
@@ -41,6 +53,14 @@ export interface GatewayOptions {
    * without authentication (the API under `/v1` keeps its own). @default undefined: no dashboard
    */
   dashboardDir?: string;
+  /**
+   * Alert rules run from `start()` to `close()`: the events go to the fleet's alert stream (what
+   * `GET /v1/alerts`, `flotilla alerts` and the dashboard read), the log, and `webhooks`. Any number
+   * of gateways may run them: one evaluates at a time (a lease in Redis), and a restart or hand-over
+   * neither repeats an alert nor forgets to resolve one. `false`: no rules run here.
+   * @default {} (the default rules, among them `no_worker_alive`, every 15 s)
+   */
+  alerts?: GatewayAlertOptions | false;
 }
 
 export type ResolvedGatewayOptions = Required<Omit<GatewayOptions, "redis" | "client" | "signingSecret" | "dashboardDir">> &
@@ -67,5 +87,6 @@ export function resolveGatewayOptions(options: GatewayOptions = {}): ResolvedGat
     maxResultTimeoutMs: options.maxResultTimeoutMs ?? 300_000,
     readyTimeoutMs: options.readyTimeoutMs ?? 2_000,
     logger: options.logger ?? silentLogger,
+    alerts: options.alerts ?? {},
   };
 }

@@ -1,6 +1,8 @@
 // The request and response bodies, as zod schemas: they validate requests and generate the OpenAPI
 // document. Wherever @flotilla/core has the schema (a task id, a status, an agent, submit options,
 // JSON), it is used as is, so the gateway accepts exactly what the client library accepts.
+
+import { WorkerRecordSchema } from "@flotilla/client";
 import {
   JsonValueSchema,
   PrioritySchema,
@@ -163,7 +165,10 @@ export const QueuesSchema = z
 
 export const WorkersSchema = z
   .object({
-    workers: z.array(z.object({ workerId: z.string(), lastBeat: z.number(), alive: z.boolean() })),
+    workers: z.array(
+      // What each worker's heartbeat says (a dead worker's record may be gone: then only the id, last beat and alive).
+      WorkerRecordSchema.partial().extend({ workerId: z.string(), lastBeat: z.number(), alive: z.boolean() }),
+    ),
     live: z.number(),
     dead: z.number(),
     running: z.number(),

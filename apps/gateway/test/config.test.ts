@@ -19,6 +19,24 @@ describe("gateway configuration", () => {
     expect(resolveGatewayOptions(config === "help" ? {} : config)).toMatchObject({ bodyLimitBytes: 1_114_112, heartbeatMs: 15_000, corsOrigins: [] });
   });
 
+  it("runs the default alert rules unless told not to; thresholds as JSON, webhooks as URLs", () => {
+    expect(loadConfig([], {})).toMatchObject({ alerts: {} });
+    expect(loadConfig(["--alerts", "off"], {})).toMatchObject({ alerts: false });
+    expect(
+      loadConfig([], {
+        FLOTILLA_ALERT_INTERVAL_MS: "5000",
+        FLOTILLA_ALERT_THRESHOLDS: '{"depthCritical":1000,"failureRate":0.2}',
+        FLOTILLA_ALERT_WEBHOOKS: "https://hooks.example/a, https://hooks.example/b",
+      }),
+    ).toMatchObject({
+      alerts: { intervalMs: 5000, thresholds: { depthCritical: 1000, failureRate: 0.2 }, webhooks: ["https://hooks.example/a", "https://hooks.example/b"] },
+    });
+    expect(() => loadConfig(["--alert-thresholds", "{"], {})).toThrow(/alertThresholds.*not JSON/s);
+    expect(() => loadConfig(["--alert-thresholds", '{"depth":1}'], {})).toThrow(/alertThresholds/);
+    expect(() => loadConfig(["--alert-webhooks", "not a url"], {})).toThrow(/alertWebhooks/);
+    expect(() => loadConfig(["--alerts", "maybe"], {})).toThrow(/alerts/);
+  });
+
   it("signs with the first of the signing secrets, as the workers do; refuses a short one", () => {
     expect(loadConfig([], { FLOTILLA_SIGNING_SECRETS: "current-secret-0123456,older-secret-9876543" })).toMatchObject({
       signingSecret: "current-secret-0123456",

@@ -32,6 +32,7 @@ describe("gateway operations", () => {
         "GET /v1/queues",
         "GET /v1/workers",
         "GET /v1/alerts",
+        "GET /v1/events",
         "GET /v1/queues/{queue}/dead-letters",
         "DELETE /v1/queues/{queue}/dead-letters",
         "GET /v1/queues/{queue}/dead-letters/{id}",

@@ -10,7 +10,11 @@ export interface RunningGateway {
   url: string;
 }
 
-/** `start(options)` runs a gateway on the env's prefix (port 0: a free one); every gateway started closes after the test. */
+/**
+ * `start(options)` runs a gateway on the env's prefix (port 0: a free one); every gateway started
+ * closes after the test. Its alert rules are off unless `options.alerts` turns them on (see alerts.test.ts),
+ * so the alerts other tests see are their own.
+ */
 export function useGateway(env: TestEnv): { start(options?: GatewayOptions): Promise<RunningGateway> } {
   const started: Gateway[] = [];
   afterEach(async () => {
@@ -18,7 +22,7 @@ export function useGateway(env: TestEnv): { start(options?: GatewayOptions): Pro
   });
   return {
     async start(options = {}) {
-      const gateway = createGateway({ redis: env.connection, prefix: env.prefix, port: 0, ...options });
+      const gateway = createGateway({ redis: env.connection, prefix: env.prefix, port: 0, alerts: false, ...options });
       started.push(gateway);
       const { url } = await gateway.start();
       return { gateway, url };

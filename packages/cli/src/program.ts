@@ -11,6 +11,7 @@ import { registerSchedules } from "./commands/schedules.ts";
 import { registerStream } from "./commands/stream.ts";
 import { registerSubmit } from "./commands/submit.ts";
 import { registerTasks } from "./commands/tasks.ts";
+import { registerWatch } from "./commands/watch.ts";
 import { registerWorkers } from "./commands/workers.ts";
 import type { Context } from "./context.ts";
 import { useColor } from "./format.ts";
@@ -70,6 +71,7 @@ export function buildProgram(ctx: Context): Command {
     registerSchedules,
     registerRuns,
     registerBus,
+    registerWatch,
   ]) {
     register(program, ctx);
   }

@@ -67,4 +67,25 @@ describe("flotilla bus", () => {
     const bad = await flotilla(env.prefix, ["bus", "publish", "orders.created", "{not json"]);
     expect(bad.code).toBe(2);
   });
+
+  it("subscriptions: which live workers serve each subscription; one no worker serves is flagged", async () => {
+    const worker = await env.worker({
+      queues: ["cli-bus-subs"],
+      workerId: "cli-bus-server",
+      bus: busWorker({ subscriptions: [subscribe("invoices.paid", async () => {}, { name: "books" })] }),
+    });
+    const { subscriptions } = await json<{ subscriptions: Array<{ topic: string; name: string; workers: string[]; group?: GroupInfo }> }>(env.prefix, [
+      "bus",
+      "subscriptions",
+      "invoices.paid",
+    ]);
+    expect(subscriptions).toMatchObject([{ topic: "invoices.paid", name: "books", workers: ["cli-bus-server"], group: { name: "books" } }]);
+    const served = await flotilla(env.prefix, ["bus", "subscriptions"]);
+    expect(served.stdout).toMatch(/^TOPIC\s+SUBSCRIPTION\s+WORKERS\s+PENDING\s+LAG\s+DEAD$/m);
+    expect(served.stdout).toMatch(/^invoices\.paid\s+books\s+cli-bus-server\s+0\s+0\s+0$/m);
+
+    await env.stopWorkers({ workers: [worker] });
+    const orphaned = await flotilla(env.prefix, ["bus", "subscriptions", "invoices.paid"]);
+    expect(orphaned.stdout).toMatch(/^invoices\.paid\s+books\s+no live worker\s+0/m);
+  });
 });

@@ -37,6 +37,8 @@ describe("flotilla exit codes", () => {
       "reject",
       "schedules",
       "runs",
+      "bus",
+      "watch",
     ]) {
       expect(help.stdout).toMatch(new RegExp(`^  ${command} `, "m"));
     }

@@ -38,6 +38,7 @@ import type { ClientContext } from "./context.ts";
 import { type Conversation, ConversationsClient } from "./conversations-client.ts";
 import { DeadLettersClient } from "./dead-letters-client.ts";
 import { FleetClient, type QueueDepth } from "./fleet-client.ts";
+import { FleetWatch, type WatchOptions } from "./fleet-watch.ts";
 import { type ClientOptions, type ResolvedClientOptions, resolveClientOptions } from "./options.ts";
 import { SchedulesClient } from "./schedules-client.ts";
 import { type AgentLike, newTaskOf, prepareSubmission, type Submission } from "./submission.ts";
@@ -79,6 +80,8 @@ export class FlotillaClient {
   /** Queues whose consumer group and registry entry this client has made sure of. */
   private readonly knownQueues = new Set<string>();
   private closed = false;
+  /** Open feeds from `watch()`, closed with the client. */
+  private readonly watches = new Set<FleetWatch>();
 
   constructor(options: ClientOptions = {}) {
     this.options = resolveClientOptions(options);
@@ -130,6 +133,26 @@ export class FlotillaClient {
   listRuns(options?: ListRunsOptions): Promise<RunPage> {
     this.assertOpen();
     return this.graphs.listRuns(options);
+  }
+
+  /**
+   * A live feed of the fleet from now on: tasks submitted, started and finished, workers joining,
+   * leaving and changing state, graph runs starting and finishing (see FleetWatch). `queue` narrows
+   * it to one queue's tasks and workers. Read it with `for await`; `close()` it (or the client) to end it.
+   *
+   * ```ts
+   * const watch = client.watch({ queue: "emails" });
+   * for await (const event of watch) if (event.type === "task.finished") console.log(event.taskId, event.status);
+   * ```
+   */
+  watch(options: WatchOptions = {}): FleetWatch {
+    this.assertOpen();
+    const watch = new FleetWatch(
+      { redis: this.conn.redis, keys: this.keys, hub: () => this.hub(), graphs: this.graphs, records: (ids) => this.store.getMany(ids) },
+      options,
+    );
+    this.watches.add(watch);
+    return watch;
   }
 
   /**
@@ -285,6 +308,8 @@ export class FlotillaClient {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const watch of this.watches) await watch.close();
+    this.watches.clear();
     const hub = this.hubPromise;
     this.hubPromise = undefined;
     await this.feed?.close();

@@ -2,11 +2,17 @@ import type { QueueDepth } from "@flotilla/broker";
 import { parseInput, QueueNameSchema } from "@flotilla/core";
 import { withRedis } from "@flotilla/core/redis";
 import { type FleetStatus, type FleetStatusOptions, getFleetStatus } from "@flotilla/health";
-import { type AlertEvent, readAlerts } from "@flotilla/metrics";
+import { type AlertEvent, AlertManager, type AlertManagerOptions, type AlertSink, readAlerts, redisStreamSink } from "@flotilla/metrics";
 import { listQueues, readQueueStats } from "@flotilla/store";
 import type { ClientContext } from "./context.ts";
 
 export type { QueueDepth };
+
+/** What `fleet.runAlerts` takes: the AlertManager's options but the connection, and sinks beside the alert stream. */
+export type RunAlertsOptions = Omit<AlertManagerOptions, "redis" | "prefix" | "sinks"> & {
+  /** Sinks beside the alert stream (a log line, a webhook). @default [] */
+  sinks?: AlertSink[];
+};
 
 /** A queue at a glance: its depth (waiting by lane, in flight, delayed, dead, oldest wait) and what its tasks came to lately. */
 export interface QueueOverview extends QueueDepth {
@@ -55,6 +61,27 @@ export class FleetClient {
    */
   async alerts(options: { count?: number } = {}): Promise<{ events: AlertEvent[]; firing: AlertEvent[] }> {
     return withRedis(this.ctx.redis, () => readAlerts(this.ctx.redis, this.ctx.keys, options));
+  }
+
+  /**
+   * Starts evaluating alert rules against this fleet on this client's connection (stopped by the
+   * manager's `stop()`): the default rules unless `rules` is given, each event kept in the alert
+   * stream that `alerts()` reads, and sent to `sinks`. `exclusive` and `resume` default to true here,
+   * so any number of processes may run it (the gateway does by default): one evaluates at a time, and
+   * a restart or hand-over neither repeats an alert nor forgets to resolve one.
+   */
+  runAlerts(options: RunAlertsOptions = {}): AlertManager {
+    const { redis, keys } = this.ctx;
+    const manager = new AlertManager({
+      exclusive: true,
+      resume: true,
+      ...options,
+      redis,
+      prefix: keys.prefix,
+      sinks: [redisStreamSink(redis, { prefix: keys.prefix }), ...(options.sinks ?? [])],
+    });
+    manager.start();
+    return manager;
   }
 
   /** Waiting (by lane), in-flight, delayed and dead entries of a queue, and how long its oldest waiting entry has waited. */

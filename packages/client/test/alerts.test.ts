@@ -35,13 +35,14 @@ async function webhookReceiver(failFirst: number) {
   };
 }
 
+const summary = (events: AlertEvent[]) => events.map((e) => `${e.state}:${e.rule}`).sort();
+
 describe("alerts against real queue states in Redis", () => {
   const env = useFlotilla("alerts");
   const managers: AlertManager[] = [];
   afterAll(async () => {
     for (const m of managers) await m.stop();
   });
-  const summary = (events: AlertEvent[]) => events.map((e) => `${e.state}:${e.rule}`).sort();
 
   it("fires when tasks wait with no worker, once, repeats after the quiet period, and resolves when a worker drains them", async () => {
     const hook = await webhookReceiver(1);
@@ -59,18 +60,20 @@ describe("alerts against real queue states in Redis", () => {
     const echo = new Agent({ name: "echo", model: "scripted:x" });
     const handles = await client.submitMany([1, 2, 3].map((i) => ({ agent: echo, input: i, options: { queue: "stalled" } })));
     const t0 = Date.now();
-    expect(summary(await manager.evaluate(t0))).toEqual(["firing:no_live_worker", "firing:queue_depth_warning"]);
+    // No worker at all in this prefix: the fleet-wide rule fires too.
+    expect(summary(await manager.evaluate(t0))).toEqual(["firing:no_live_worker", "firing:no_worker_alive", "firing:queue_depth_warning"]);
+    expect(seen.find((e) => e.rule === "no_worker_alive")).toMatchObject({ id: "no_worker_alive:*", queue: "*", severity: "critical", value: 0 });
     expect(seen.find((e) => e.rule === "queue_depth_warning")).toMatchObject({ severity: "warning", queue: "stalled", value: 3, threshold: 2 });
     expect(seen.find((e) => e.rule === "no_live_worker")).toMatchObject({ severity: "critical", value: 0 });
     // Still true a moment later: nothing is sent again…
     expect(await manager.evaluate(t0 + 1000)).toEqual([]);
     // …until the quiet period has passed.
-    expect(summary(await manager.evaluate(t0 + 61_000))).toEqual(["firing:no_live_worker", "firing:queue_depth_warning"]);
-    expect(manager.active.map((e) => e.rule).sort()).toEqual(["no_live_worker", "queue_depth_warning"]);
+    expect(summary(await manager.evaluate(t0 + 61_000))).toEqual(["firing:no_live_worker", "firing:no_worker_alive", "firing:queue_depth_warning"]);
+    expect(manager.active.map((e) => e.rule).sort()).toEqual(["no_live_worker", "no_worker_alive", "queue_depth_warning"]);
 
     await env.worker({ queues: ["stalled"] });
     for (const h of handles) await h.result();
-    expect(summary(await manager.evaluate(t0 + 62_000))).toEqual(["resolved:no_live_worker", "resolved:queue_depth_warning"]);
+    expect(summary(await manager.evaluate(t0 + 62_000))).toEqual(["resolved:no_live_worker", "resolved:no_worker_alive", "resolved:queue_depth_warning"]);
     expect(manager.active).toEqual([]);
 
     // Every event went to every sink: the Redis stream (for other processes) and the webhook,
@@ -100,5 +103,95 @@ describe("alerts against real queue states in Redis", () => {
     expect(seen[0]!.message).toMatch(/60 %.*6 of 10/);
     // Two minutes on, the failures have left the one-minute window.
     expect(summary(await manager.evaluate(now + 120_000))).toEqual(["resolved:failure_rate"]);
+  });
+});
+
+describe("alerts: no worker alive at all", () => {
+  const env = useFlotilla("alerts-none");
+  const managers: AlertManager[] = [];
+  afterAll(async () => {
+    for (const m of managers) await m.stop();
+  });
+
+  it("no_worker_alive fires with every queue empty, and resolves when a worker joins", async () => {
+    const seen: AlertEvent[] = [];
+    const manager = new AlertManager({ redis: env.redis, prefix: env.prefix, queues: ["empty"], sinks: [(e) => void seen.push(e)] });
+    managers.push(manager);
+    const gone = await env.worker({ queues: ["empty"] });
+    expect(summary(await manager.evaluate())).toEqual([]);
+    await gone.stop();
+    expect(summary(await manager.evaluate())).toEqual(["firing:no_worker_alive"]);
+    expect(seen[0]!.message).toMatch(/no worker is alive: tasks submitted now will wait/);
+    await env.worker({ queues: ["other"] });
+    expect(summary(await manager.evaluate())).toEqual(["resolved:no_worker_alive"]);
+  });
+});
+
+describe("alerts: a restarted manager", () => {
+  const env = useFlotilla("alerts-resume");
+  const managers: AlertManager[] = [];
+  afterAll(async () => {
+    for (const m of managers) await m.stop();
+  });
+
+  it("resume: a restarted manager neither repeats what still fires nor forgets to resolve what cleared", async () => {
+    const stream = redisStreamSink(env.redis, { prefix: env.prefix });
+    const options = { redis: env.redis, prefix: env.prefix, queues: ["r"], resume: true };
+    const first: AlertEvent[] = [];
+    const before = new AlertManager({ ...options, sinks: [(e) => void first.push(e), stream] });
+    managers.push(before);
+    expect(summary(await before.evaluate())).toEqual(["firing:no_worker_alive"]);
+    await before.stop();
+    // Restarted while it still fires: nothing sent.
+    const again = new AlertManager({ ...options, sinks: [stream] });
+    managers.push(again);
+    expect(await again.evaluate()).toEqual([]);
+    expect(again.active.map((e) => e.id)).toEqual(["no_worker_alive:*"]);
+    await again.stop();
+    // Restarted after it cleared: sent resolved, with the time it started firing.
+    const started = await env.worker({ queues: ["r"] });
+    const third = new AlertManager({ ...options, sinks: [stream] });
+    managers.push(third);
+    const resolved = await third.evaluate();
+    expect(summary(resolved)).toEqual(["resolved:no_worker_alive"]);
+    expect(resolved[0]!.since).toBe(first[0]!.since);
+    await started.stop();
+  });
+});
+
+describe("alerts: managers sharing a prefix", () => {
+  const env = useFlotilla("alerts-exclusive");
+  const managers: AlertManager[] = [];
+  afterAll(async () => {
+    for (const m of managers) await m.stop();
+  });
+
+  it("exclusive: of two managers one evaluates and sends; the other takes over, resuming, when it stops", async () => {
+    const prefix = env.prefix;
+    const a: AlertEvent[] = [];
+    const b: AlertEvent[] = [];
+    const options = { redis: env.redis, prefix, queues: ["x"], exclusive: true, resume: true, intervalMs: 60_000 };
+    const ma = new AlertManager({ ...options, sinks: [(e) => void a.push(e), redisStreamSink(env.redis, { prefix })] });
+    const mb = new AlertManager({ ...options, sinks: [(e) => void b.push(e), redisStreamSink(env.redis, { prefix })] });
+    managers.push(ma, mb);
+    expect(summary(await ma.evaluate())).toEqual(["firing:no_worker_alive"]);
+    expect(await mb.evaluate()).toEqual([]);
+    expect([ma.leader, mb.leader]).toEqual([true, false]);
+    expect(await env.redis.pttl(createKeys(prefix).alertsLease())).toBeGreaterThan(150_000);
+    await ma.stop();
+    // b leads now, and knows the alert fires: it does not send it again.
+    expect(await mb.evaluate()).toEqual([]);
+    expect(mb.leader).toBe(true);
+    expect(b).toEqual([]);
+    expect(mb.active.map((e) => e.id)).toEqual(["no_worker_alive:*"]);
+    // a stands by, then leads again once b stops: it resumes again, so nothing is sent twice.
+    expect(await ma.evaluate()).toEqual([]);
+    expect(ma.leader).toBe(false);
+    await mb.stop();
+    expect(await ma.evaluate()).toEqual([]);
+    expect(ma.leader).toBe(true);
+    expect(a.map((e) => e.state)).toEqual(["firing"]);
+    await ma.stop();
+    expect(await env.redis.exists(createKeys(prefix).alertsLease())).toBe(0);
   });
 });

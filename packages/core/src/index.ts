@@ -3,6 +3,7 @@
 // subscriber hub are in "@flotilla/core/redis".
 export { type ExponentialBackoff, exponentialDelay } from "./backoff.ts";
 export { DEFAULT_RETENTION, DEFAULTS, type KeepRule, type Retention, type RetentionOptions, resolveRetention } from "./defaults.ts";
+export { DropOldestBuffer } from "./drop-oldest-buffer.ts";
 export {
   AbortReason,
   ConnectionError,

@@ -92,6 +92,8 @@ export interface Keys {
   stats(queue: string, at: number): string;
   /** Stream: alert events (firing, resolved) that other processes can read. */
   alerts(): string;
+  /** String: which alert manager evaluates the rules now (an `exclusive` one's lease, TTL = its lease). */
+  alertsLease(): string;
   /** Set: every queue a task was submitted to, for listing across queues. */
   queues(): string;
   /** String: the task id an idempotency key was first used for (the key is hashed; TTL = its window). */
@@ -201,6 +203,7 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
     stats: (q, at) => `${tagged("queue", q)}:stats:${Math.floor(at / STATS_BUCKET_MS)}`,
     queues: () => `${prefix}:{fleet}:queues`,
     alerts: () => `${prefix}:{fleet}:alerts`,
+    alertsLease: () => `${prefix}:{fleet}:alerts:lease`,
     idempotency: (key) => `${prefix}:idem:{${bytesToHex(sha1(utf8ToBytes(key)))}}`,
     memory: (id) => tagged("memory", id),
     workers: () => `${prefix}:{health}:workers`,

@@ -19,6 +19,7 @@ import { type Graph, type GraphInput, RunIdSchema } from "./definition.ts";
 import { GraphEngine } from "./engine.ts";
 import { GraphRunHandle } from "./run-handle.ts";
 import { type ListRunsOptions, ListRunsOptionsSchema, listRuns, type RunPage } from "./run-list.ts";
+import type { RunSummary } from "./run-store.ts";
 import { GraphTemplates } from "./templates.ts";
 
 export interface GraphClientOptions {
@@ -152,6 +153,11 @@ export class GraphClient {
   /** Runs newest first, by status and graph name, a page at a time. */
   listRuns(options: ListRunsOptions = {}): Promise<RunPage> {
     return listRuns(this.shared.redis, this.keys, this.engine.runs, parseInput(ListRunsOptionsSchema, options, "list runs options"));
+  }
+
+  /** Some runs' summaries at once (undefined for a run that does not exist or expired), in the order asked. */
+  summaries(runIds: readonly string[]): Promise<Array<RunSummary | undefined>> {
+    return this.engine.runs.summaries(runIds.map((id) => parseInput(RunIdSchema, id, "run id")));
   }
 
   async close(): Promise<void> {

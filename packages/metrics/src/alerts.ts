@@ -1,8 +1,9 @@
+import { randomUUID } from "node:crypto";
 import { createKeys, ErrorCodes, exponentialDelay, FlotillaError, type Keys, parseJsonOr, sleep } from "@flotilla/core";
-import { closeRedis, formatBytes, type OwnedRedis, openRedis, type RedisConnection, readRedisMemory } from "@flotilla/core/redis";
+import { closeRedis, formatBytes, type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core/redis";
 import { listQueues } from "@flotilla/store";
 import type { Redis } from "ioredis";
-import { type QueueState, readFleetFigures, redisWide } from "./fleet-figures.ts";
+import { type QueueState, readFigures } from "./fleet-figures.ts";
 
 export type Severity = "warning" | "critical";
 
@@ -19,11 +20,12 @@ export interface AlertRule {
   name: string;
   severity: Severity;
   /**
-   * "queue": judged for each queue. "redis": judged once for the whole Redis (its memory), against
-   * figures whose queue is "*": the alert's id is `<name>:*`.
+   * "queue": judged for each queue. "fleet" and "redis": judged once, against figures whose queue is
+   * "*" (counts summed over the queues, `liveWorkers` every live worker, Redis's memory): the alert's
+   * id is `<name>:*`. The two differ only in what they say they watch.
    * @default "queue"
    */
-  scope?: "queue" | "redis";
+  scope?: "queue" | "fleet" | "redis";
   /** Undefined: the rule has nothing to say of this queue (no data). */
   check(queue: QueueState): RuleVerdict | undefined;
 }
@@ -103,6 +105,18 @@ export function defaultRules(t: AlertThresholds = {}): AlertRule[] {
       }),
     },
     {
+      // Even with every queue empty: a fleet with no worker runs nothing that is submitted next.
+      name: "no_worker_alive",
+      severity: "critical",
+      scope: "fleet",
+      check: (f) => ({
+        firing: f.liveWorkers === 0,
+        value: f.liveWorkers,
+        threshold: 1,
+        message: f.waiting > 0 ? `no worker is alive, and ${f.waiting} tasks wait` : "no worker is alive: tasks submitted now will wait until one starts",
+      }),
+    },
+    {
       name: "wait_time_p95",
       severity: "warning",
       check: (q) =>
@@ -152,6 +166,21 @@ export interface AlertManagerOptions {
   repeatIntervalMs?: number;
   /** Called when an evaluation or a sink fails (it is retried next round). */
   onError?: (err: unknown) => void;
+  /**
+   * Take the alerts firing in the alert stream (`{prefix}:alerts`, as `redisStreamSink` writes it) as
+   * this manager's own on its first round: after a restart (or a hand-over, see `exclusive`) an alert
+   * still firing is not sent again, and one that cleared meanwhile is sent resolved.
+   * @default false
+   */
+  resume?: boolean;
+  /**
+   * Only one manager of the prefix evaluates at a time: each round it takes or renews a lease in Redis
+   * (`{prefix}:alerts:lease`, 3 × `intervalMs`); the others stand by, and one takes over within that
+   * once the holder stops or dies (resuming from the stream when `resume` is set). For several
+   * gateways running the default rules: each alert is sent once, not once per gateway.
+   * @default false
+   */
+  exclusive?: boolean;
 }
 
 interface Firing {
@@ -172,11 +201,21 @@ export class AlertManager {
   private conn: OwnedRedis | undefined;
   private timer: NodeJS.Timeout | undefined;
   private round: Promise<AlertEvent[]> | undefined;
+  /** Holds the lease (with `exclusive`). */
+  private leading = false;
+  /** Took the stream's firing alerts as its own (see `resume`): once, and again after each stand-by. */
+  private resumed = false;
+  private readonly id = randomUUID();
 
   constructor(options: AlertManagerOptions) {
     this.options = options;
     this.keys = createKeys(options.prefix);
     this.rules = options.rules ?? defaultRules(options.thresholds);
+  }
+
+  /** With `exclusive`, whether this manager evaluates the rules now (the others stand by). */
+  get leader(): boolean {
+    return this.options.exclusive ? this.leading : true;
   }
 
   private get redis(): Redis {
@@ -203,6 +242,11 @@ export class AlertManager {
     clearInterval(this.timer);
     this.timer = undefined;
     await this.round?.catch(() => {});
+    // Hand over at once rather than after the lease: the next manager resumes from the stream.
+    if (this.options.exclusive && this.leading) {
+      this.leading = false;
+      if ((await this.redis.get(this.keys.alertsLease()).catch(() => null)) === this.id) await this.redis.del(this.keys.alertsLease()).catch(() => {});
+    }
     await closeRedis(this.conn);
     this.conn = undefined;
   }
@@ -214,18 +258,42 @@ export class AlertManager {
     return round;
   }
 
+  /**
+   * With `exclusive`: takes the lease if free, renews it if held. A renewal races its expiry only
+   * when a round took longer than the lease; then two managers may both send one round.
+   */
+  private async lead(): Promise<boolean> {
+    const key = this.keys.alertsLease();
+    const ttl = 3 * (this.options.intervalMs ?? 15_000);
+    if ((await this.redis.set(key, this.id, "PX", ttl, "NX")) === "OK") this.leading = true;
+    else this.leading = (await this.redis.get(key)) === this.id && (await this.redis.pexpire(key, ttl)) === 1;
+    return this.leading;
+  }
+
+  /** Takes the alerts the stream says fire as this manager's own (see `resume`). */
+  private async resume(): Promise<void> {
+    this.resumed = true;
+    const { firing } = await readAlerts(this.redis, this.keys);
+    this.firing.clear();
+    for (const event of firing) this.firing.set(event.id, { event, lastSent: event.at });
+  }
+
   private async evaluateOnce(now: number): Promise<AlertEvent[]> {
+    if (this.options.exclusive && !(await this.lead())) {
+      // Standing by: when it leads again, it takes over what the leader had firing.
+      this.firing.clear();
+      this.resumed = false;
+      return [];
+    }
+    if (this.options.resume && !this.resumed) await this.resume();
     const queues = this.options.queues ?? (await listQueues(this.redis, this.keys));
-    const states = await readFleetFigures(this.redis, this.keys, queues, this.options.windowMs ?? 300_000, now);
+    const figures = await readFigures(this.redis, this.keys, queues, this.options.windowMs ?? 300_000, now);
     const repeatMs = this.options.repeatIntervalMs ?? 3_600_000;
     const events: AlertEvent[] = [];
-    const judged = [
-      ...states.map((state) => [state, "queue"] as const),
-      [redisWide(states[0]?.redisMemory ?? (await readRedisMemory(this.redis))), "redis"] as const,
-    ];
+    const judged = [...figures.queues.map((state) => [state, "queue"] as const), [figures.wide, "fleet"] as const];
     for (const [state, scope] of judged) {
       for (const rule of this.rules) {
-        if ((rule.scope ?? "queue") !== scope) continue;
+        if (((rule.scope ?? "queue") === "queue") !== (scope === "queue")) continue;
         const id = `${rule.name}:${state.queue}`;
         const verdict = rule.check(state);
         const current = this.firing.get(id);

@@ -11,7 +11,7 @@ export interface QueueState {
   waiting: number;
   inFlight: number;
   delayed: number;
-  /** Live workers that serve this queue. */
+  /** Live workers that serve this queue (in the fleet-wide figures: every live worker). */
   liveWorkers: number;
   /** Outcomes recorded by the fleet within the window. */
   completed: number;
@@ -24,23 +24,37 @@ export interface QueueState {
   redisMemory: RedisMemory;
 }
 
-/** The figures a rule of scope "redis" judges once for the whole Redis: the queue is "*", every count 0. */
-export const redisWide = (redisMemory: RedisMemory): QueueState => ({
-  queue: "*",
-  waiting: 0,
-  inFlight: 0,
-  delayed: 0,
-  liveWorkers: 0,
-  completed: 0,
-  failed: 0,
-  cancelled: 0,
-  retried: 0,
-  waitP95Ms: undefined,
-  redisMemory,
-});
+/** What rules of scope "fleet" and "redis" judge, once: the queue is "*", counts summed over the queues, every live worker. */
+function fleetWide(queues: readonly QueueState[], liveWorkers: number, redisMemory: RedisMemory): QueueState {
+  const sum = (field: "waiting" | "inFlight" | "delayed" | "completed" | "failed" | "cancelled" | "retried") => queues.reduce((n, q) => n + q[field], 0);
+  return {
+    queue: "*",
+    waiting: sum("waiting"),
+    inFlight: sum("inFlight"),
+    delayed: sum("delayed"),
+    liveWorkers,
+    completed: sum("completed"),
+    failed: sum("failed"),
+    cancelled: sum("cancelled"),
+    retried: sum("retried"),
+    waitP95Ms: undefined,
+    redisMemory,
+  };
+}
 
 /** Reads every queue's state and the fleet's statistics over the last `windowMs`, and Redis's memory. */
 export async function readFleetFigures(redis: Redis, keys: Keys, queues: readonly string[], windowMs: number, now = Date.now()): Promise<QueueState[]> {
+  return (await readFigures(redis, keys, queues, windowMs, now)).queues;
+}
+
+/** Each queue's figures and the fleet-wide ones, from one read of the fleet. */
+export async function readFigures(
+  redis: Redis,
+  keys: Keys,
+  queues: readonly string[],
+  windowMs: number,
+  now = Date.now(),
+): Promise<{ queues: QueueState[]; wide: QueueState }> {
   const broker = new Broker(redis, keys);
   const fleet = await getFleetStatus(redis, keys);
   const redisMemory = await readRedisMemory(redis);
@@ -58,5 +72,5 @@ export async function readFleetFigures(redis: Redis, keys: Keys, queues: readonl
       redisMemory,
     });
   }
-  return out;
+  return { queues: out, wide: fleetWide(out, fleet.live, redisMemory) };
 }

@@ -8,7 +8,7 @@ export {
   type TaskLog,
 } from "./event-log.ts";
 export type { ListTasksOptions, TaskPage } from "./listing.ts";
-export { clearHandoffs, listQueues, readAttempt, readCancelRequests, readHandoffs, readRunning } from "./readers.ts";
+export { clearHandoffs, listQueues, readAttempt, readCancelRequests, readCreatedSince, readHandoffs, readRunning } from "./readers.ts";
 export { parseTaskRecord, RECORD_FIELDS, type RecordField, TaskRecordSchema, type TaskResult } from "./record.ts";
 export type { FinishInput, FinishOutcome, RunnableTask, SettleInput, StartReply } from "./replies.ts";
 export { taskSignature, verifyTaskSignature } from "./signing.ts";

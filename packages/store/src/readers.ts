@@ -1,4 +1,4 @@
-import type { Keys } from "@flotilla/core";
+import { type Keys, taskIdOf } from "@flotilla/core";
 import { pipelineBySlot } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
 
@@ -39,6 +39,23 @@ export async function readCancelRequests(redis: Redis, keys: Keys, taskIds: read
     const [at, reason] = (value ?? []) as Array<string | null>;
     if (at) out.set(taskIds[i]!, reason ?? "cancelled");
   });
+  return out;
+}
+
+/**
+ * Tasks of a queue created at or after `from` (ms, the index's score), oldest first, at most
+ * `limit`: the index `listTasks` pages, read forward (what a live feed of submissions polls).
+ */
+export async function readCreatedSince(
+  redis: Redis,
+  keys: Keys,
+  queue: string,
+  from: number,
+  limit: number,
+): Promise<Array<{ taskId: string; createdAt: number }>> {
+  const flat = await redis.zrangebyscore(keys.taskIndex(queue), from, "+inf", "WITHSCORES", "LIMIT", 0, limit);
+  const out: Array<{ taskId: string; createdAt: number }> = [];
+  for (let i = 0; i < flat.length; i += 2) out.push({ taskId: taskIdOf(queue, flat[i]!), createdAt: Number(flat[i + 1]) });
   return out;
 }
 

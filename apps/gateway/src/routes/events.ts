@@ -1,10 +1,9 @@
 import { splitTaskId } from "@flotilla/core";
 import { createRoute, z } from "@hono/zod-openapi";
-import { streamSSE } from "hono/streaming";
 import { assertQueue, requireRole } from "../auth.ts";
 import type { GatewayApp, GatewayDeps } from "../context.ts";
-import { errorResponse } from "../errors.ts";
 import { EventsHeaders, EventsQuery, TaskIdParams } from "../schemas.ts";
+import { pipeSse } from "../sse.ts";
 import { AUTH_ERRORS, NOT_FOUND, SECURED } from "./responses.ts";
 
 const events = createRoute({
@@ -26,7 +25,8 @@ const events = createRoute({
   },
 });
 
-export function registerEventRoutes(app: GatewayApp, { client, options, metrics, streams }: GatewayDeps): void {
+export function registerEventRoutes(app: GatewayApp, deps: GatewayDeps): void {
+  const { client } = deps;
   app.openapi(events, async (c) => {
     const { id } = c.req.valid("param");
     assertQueue(c, splitTaskId(id).queue);
@@ -37,37 +37,8 @@ export function registerEventRoutes(app: GatewayApp, { client, options, metrics,
     // Asked before the stream starts, so an unknown task is a 404 with a JSON body, not an empty stream.
     await handle.status();
 
-    return streamSSE(c, async (stream) => {
-      const controller = streams.open();
-      metrics.streamOpened();
-      const stop = () => controller.abort();
-      c.req.raw.signal.addEventListener("abort", stop, { once: true });
-      stream.onAbort(stop);
-      let timer: NodeJS.Timeout | undefined;
-      // Re-armed after every write: a ping goes out only after heartbeatMs with nothing else sent.
-      const arm = () => {
-        clearTimeout(timer);
-        timer = setTimeout(() => stream.write(": ping\n\n").then(arm, stop), options.heartbeatMs);
-      };
-      try {
-        // Sends the headers at once, so the caller knows the stream is open before the first event.
-        await stream.write(": connected\n\n");
-        arm();
-        for await (const event of handle.stream({ after, signal: controller.signal })) {
-          await stream.writeSSE({ id: String(event.seq), event: event.type, data: JSON.stringify(event) });
-          arm();
-        }
-      } catch (err) {
-        if (!controller.signal.aborted) {
-          options.logger.warn("event stream failed", { err, taskId: id });
-          await stream.writeSSE({ event: "error", data: JSON.stringify(errorResponse(err).body) }).catch(() => {});
-        }
-      } finally {
-        clearTimeout(timer);
-        c.req.raw.signal.removeEventListener("abort", stop);
-        streams.done(controller);
-        metrics.streamClosed();
-      }
+    return pipeSse(c, deps, { taskId: id }, async function* (signal) {
+      for await (const event of handle.stream({ after, signal })) yield { id: String(event.seq), event: event.type, data: JSON.stringify(event) };
     });
   });
 }

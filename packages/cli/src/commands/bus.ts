@@ -67,6 +67,24 @@ export function registerBus(program: Command, ctx: Context): void {
     );
 
   bus
+    .command("subscriptions")
+    .description("every subscription: which live workers serve it, and its progress (a subscription no worker serves is flagged)")
+    .argument("[topic]", "one topic (default: every topic)")
+    .addOption(watchOption())
+    .action(
+      ctx.action(async (topic: string | undefined, flags: { watch?: number }) => {
+        await show(
+          ctx,
+          async () => {
+            const subscriptions = await readSubscriptions(ctx, topic);
+            return { json: { subscriptions }, text: () => subscriptionsTable(ctx.colors, subscriptions) };
+          },
+          flags.watch,
+        );
+      }),
+    );
+
+  bus
     .command("inspect")
     .description("a topic's newest events, newest first")
     .argument("<topic>")
@@ -174,6 +192,65 @@ const GROUP_COLUMNS = [
   { header: "RETRYING", align: "right" as const },
   { header: "DEAD", align: "right" as const },
 ];
+
+/** A subscription (`<topic>/<name>`): its group's figures, and the live workers that serve it. */
+interface SubscriptionView {
+  topic: string;
+  name: string;
+  workers: string[];
+  /** Undefined when no group exists yet (a worker serves it and has not made it, or it was deleted). */
+  group: GroupInfo | undefined;
+}
+
+/** Subscriptions from both sides: the groups each topic has, and what live workers say they serve (their heartbeats). */
+async function readSubscriptions(ctx: Context, only: string | undefined): Promise<SubscriptionView[]> {
+  const bus = await ctx.bus();
+  const fleet = await ctx.client().fleet.status();
+  const served = new Map<string, string[]>();
+  for (const w of fleet.workers) {
+    if (!w.alive) continue;
+    for (const sub of w.subscriptions ?? []) served.set(sub, [...(served.get(sub) ?? []), w.workerId]);
+  }
+  const topics = only === undefined ? await bus.topics() : [only];
+  const out = new Map<string, SubscriptionView>();
+  for (const topic of topics) {
+    for (const group of await bus.groups(topic)) out.set(`${topic}/${group.name}`, { topic, name: group.name, workers: [], group });
+  }
+  for (const [key, workers] of served) {
+    const slash = key.indexOf("/");
+    const [topic, name] = [key.slice(0, slash), key.slice(slash + 1)];
+    if (only !== undefined && topic !== only) continue;
+    const known = out.get(key);
+    if (known) known.workers = workers;
+    else out.set(key, { topic, name, workers, group: undefined });
+  }
+  return [...out.values()].sort((a, b) => a.topic.localeCompare(b.topic) || a.name.localeCompare(b.name));
+}
+
+function subscriptionsTable(c: Colors, subs: readonly SubscriptionView[]): string {
+  const rows = subs.map((s) => [
+    s.topic,
+    s.name,
+    s.workers.length ? s.workers.join(",") : c.red("no live worker"),
+    s.group === undefined ? "-" : String(s.group.pending),
+    s.group?.lag === undefined || s.group.lag === null ? "-" : String(s.group.lag),
+    s.group === undefined ? "-" : String(s.group.deadLetters),
+  ]);
+  const r = "right" as const;
+  return table(
+    c,
+    [
+      { header: "TOPIC" },
+      { header: "SUBSCRIPTION" },
+      { header: "WORKERS" },
+      { header: "PENDING", align: r },
+      { header: "LAG", align: r },
+      { header: "DEAD", align: r },
+    ],
+    rows,
+    "no subscriptions",
+  );
+}
 
 function groupsTable(c: Colors, groups: readonly GroupInfo[]): string {
   return table(c, GROUP_COLUMNS, groupRows(groups), "no subscriptions");

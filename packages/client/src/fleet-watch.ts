@@ -1,0 +1,295 @@
+import { DropOldestBuffer, type Keys, parseInput, QueueNameSchema, splitTaskId, type TaskError, type TaskStatus } from "@flotilla/core";
+import { redisTime, type SubscriberHub, type Unsubscribe } from "@flotilla/core/redis";
+import { FlotillaEventSchema } from "@flotilla/events";
+import type { GraphClient, RunStatus, RunSummary } from "@flotilla/graph";
+import { getFleetStatus, type NotReady, type WorkerState, type WorkerStatus } from "@flotilla/health";
+import { listQueues, readCreatedSince, subscribeStatus, type TaskResult } from "@flotilla/store";
+import type { Redis } from "ioredis";
+import { z } from "zod";
+
+/** One thing that happened in the fleet, as `client.watch()` reports it. `at` is ms since the epoch. */
+export type WatchEvent =
+  | { type: "task.submitted"; queue: string; taskId: string; at: number }
+  | { type: "task.started"; queue: string; taskId: string; attempt: number; workerId?: string; at: number }
+  | { type: "task.finished"; queue: string; taskId: string; status: "COMPLETED" | "FAILED" | "CANCELLED"; attempt: number; error?: TaskError; at: number }
+  /** Any other status change: RETRYING (waits for its next attempt), WAITING (for a signal), PENDING (a signal resumed it). */
+  | { type: "task.status"; queue: string; taskId: string; status: TaskStatus; attempt: number; at: number }
+  | { type: "worker.joined"; workerId: string; hostname?: string; queues: string[]; state?: WorkerState; at: number }
+  /** `stopped`: it left the fleet on purpose; `dead`: it stopped beating. */
+  | { type: "worker.left"; workerId: string; reason: "stopped" | "dead"; at: number }
+  | { type: "worker.state"; workerId: string; state: WorkerState; reasons: NotReady[]; at: number }
+  | { type: "run.started"; runId: string; graph: string; at: number }
+  | { type: "run.finished"; runId: string; graph: string; status: Exclude<RunStatus, "RUNNING">; at: number }
+  /** The reader fell behind by more than `maxBuffered` events: this many of the oldest were dropped. */
+  | { type: "watch.lagged"; dropped: number; at: number };
+
+export const WatchOptionsSchema = z
+  .object({
+    /**
+     * Only this queue: its tasks, and the workers that serve it; runs are left out.
+     * @default every queue (those that appear later too), every worker, every graph run
+     */
+    queue: QueueNameSchema.optional(),
+    /** How often submissions, workers and runs are read (task status changes arrive as they happen). @default 1000 */
+    pollMs: z.number().int().min(50).max(60_000).default(1000),
+    /** Events held for a reader that does not keep up, before the oldest are dropped. @default 10_000 */
+    maxBuffered: z.number().int().min(1).default(10_000),
+  })
+  .strict();
+export type WatchOptions = z.input<typeof WatchOptionsSchema> & {
+  /** Told about a round that failed (Redis out of reach, say); the next round tries again. @default none */
+  onError?: (err: unknown) => void;
+};
+
+/** What a watch needs of its client. */
+export interface WatchSources {
+  redis: Redis;
+  keys: Keys;
+  hub(): Promise<SubscriberHub>;
+  graphs: GraphClient;
+  /** Task records, for the status of tasks that moved before their queue's channel was subscribed. */
+  records(taskIds: readonly string[]): Promise<Array<TaskResult | undefined>>;
+}
+
+interface QueueWatch {
+  unsubscribe: Promise<Unsubscribe>;
+  /** Submissions are read from this creation time on (ms), skipping the names already seen at it. */
+  from: number;
+  seenAtFrom: Set<string>;
+  /**
+   * Until its first round of submissions is read: what moved before the channel was live is told
+   * from the records. `seqs` holds the last status event number told per task of that round, so
+   * nothing is told twice.
+   */
+  caughtUp: boolean;
+  seqs: Map<string, number>;
+}
+
+const RUNS_PER_ROUND = 100;
+const SUBMITS_PER_ROUND = 1000;
+
+/**
+ * A live feed of the fleet's lifecycle: tasks submitted, started and finished, workers joining,
+ * leaving and changing state, graph runs starting and finishing — from now on (no replay: list
+ * tasks or runs for what came before). Status changes come from the queues' status channels as
+ * they happen; submissions (from the queues' task index), workers (their heartbeats) and runs are
+ * read every `pollMs`, so they are up to that late, and a task's `task.submitted` may follow its
+ * `task.started`. Read it with `for await` (one reader); `close()` ends it.
+ */
+export class FleetWatch implements AsyncIterable<WatchEvent> {
+  /** Resolves once the feed is live: channels subscribed and the fleet's present state read. */
+  readonly ready: Promise<void>;
+  private readonly src: WatchSources;
+  private readonly options: z.output<typeof WatchOptionsSchema>;
+  private readonly onError: ((err: unknown) => void) | undefined;
+  private readonly buffer: DropOldestBuffer<WatchEvent>;
+  private closed = false;
+  private timer: NodeJS.Timeout | undefined;
+  private round: Promise<void> | undefined;
+  /** From when submissions are reported (Redis's clock at the start). */
+  private since = 0;
+  private readonly queues = new Map<string, QueueWatch>();
+  /** The live workers at the last round. */
+  private workers = new Map<string, WorkerStatus>();
+  /** Runs seen and their status; finished ones are forgotten once they leave the newest page. */
+  private runs = new Map<string, RunStatus>();
+
+  constructor(src: WatchSources, options: WatchOptions = {}) {
+    this.src = src;
+    const { onError, ...rest } = options;
+    this.options = parseInput(WatchOptionsSchema, rest, "watch options");
+    this.onError = onError;
+    this.buffer = new DropOldestBuffer<WatchEvent>(this.options.maxBuffered, (dropped) => ({ type: "watch.lagged", dropped, at: Date.now() }));
+    this.ready = this.start();
+    this.ready.catch(() => {});
+  }
+
+  private async start(): Promise<void> {
+    this.since = await redisTime(this.src.redis);
+    await this.syncQueues();
+    this.workers = (await this.readWorkers()).live;
+    if (this.options.queue === undefined) for (const run of await this.latestRuns()) this.runs.set(run.runId, run.status);
+    if (this.closed) return;
+    this.timer = setInterval(() => {
+      this.round ??= this.poll().finally(() => {
+        this.round = undefined;
+      });
+    }, this.options.pollMs);
+    this.timer.unref();
+  }
+
+  private async poll(): Promise<void> {
+    try {
+      await this.syncQueues();
+      for (const queue of this.queues.keys()) await this.readSubmitted(queue);
+      this.diffWorkers(await this.readWorkers());
+      if (this.options.queue === undefined) await this.diffRuns();
+    } catch (err) {
+      this.onError?.(err);
+    }
+  }
+
+  /** Subscribes the status channel of each queue watched (new queues as they appear). */
+  private async syncQueues(): Promise<void> {
+    const names = this.options.queue === undefined ? await listQueues(this.src.redis, this.src.keys) : [this.options.queue];
+    const hub = await this.src.hub();
+    for (const queue of names) {
+      if (this.queues.has(queue) || this.closed) continue;
+      const watch: QueueWatch = { unsubscribe: Promise.resolve(async () => {}), from: this.since, seenAtFrom: new Set(), caughtUp: false, seqs: new Map() };
+      watch.unsubscribe = subscribeStatus(hub, this.src.keys, queue, (message) => this.onStatus(watch, message));
+      this.queues.set(queue, watch);
+      await watch.unsubscribe;
+    }
+  }
+
+  private onStatus(queue: QueueWatch, message: string): void {
+    let batch: unknown;
+    try {
+      batch = JSON.parse(message);
+    } catch {
+      return;
+    }
+    if (!Array.isArray(batch)) return;
+    for (const raw of batch) {
+      const parsed = FlotillaEventSchema.safeParse(raw);
+      if (!parsed.success || parsed.data.type !== "status") continue;
+      const e = parsed.data;
+      const told = queue.seqs.get(e.taskId);
+      if (told !== undefined && e.seq <= told) continue;
+      if (!queue.caughtUp || told !== undefined) queue.seqs.set(e.taskId, e.seq);
+      const base = { queue: splitTaskId(e.taskId).queue, taskId: e.taskId, attempt: e.attempt, at: e.ts };
+      const status = e.status.toUpperCase() as TaskStatus;
+      if (status === "RUNNING") this.emit({ type: "task.started", ...base, ...(e.workerId && { workerId: e.workerId }) });
+      else if (status === "COMPLETED" || status === "FAILED" || status === "CANCELLED") {
+        this.emit({ type: "task.finished", ...base, status, ...(e.error && { error: e.error }) });
+      } else this.emit({ type: "task.status", ...base, status });
+    }
+  }
+
+  /** Tasks created since the last round: the index read forward from the newest time seen. */
+  private async readSubmitted(queue: string): Promise<void> {
+    const cursor = this.queues.get(queue)!;
+    if (cursor.caughtUp) cursor.seqs.clear();
+    const fresh: string[] = [];
+    // Tasks of the same millisecond as the last one seen are read again and skipped by name.
+    const created = await readCreatedSince(this.src.redis, this.src.keys, queue, cursor.from, cursor.seenAtFrom.size + SUBMITS_PER_ROUND);
+    for (const { taskId, createdAt } of created) {
+      if (createdAt === cursor.from && cursor.seenAtFrom.has(taskId)) continue;
+      if (createdAt > cursor.from) {
+        cursor.from = createdAt;
+        cursor.seenAtFrom = new Set();
+      }
+      cursor.seenAtFrom.add(taskId);
+      this.emit({ type: "task.submitted", queue, taskId, at: createdAt });
+      fresh.push(taskId);
+    }
+    if (!cursor.caughtUp) await this.catchUp(queue, cursor, fresh);
+  }
+
+  /**
+   * The first round of a queue: its channel went live after the watch began (a queue that appeared
+   * later, or the moment between the start and the subscription), so what its new tasks did before
+   * that is told from their records — unless the channel told it already.
+   */
+  private async catchUp(queue: string, cursor: QueueWatch, taskIds: string[]): Promise<void> {
+    const records = await this.src.records(taskIds);
+    for (const [i, r] of records.entries()) {
+      const taskId = taskIds[i]!;
+      const told = cursor.seqs.get(taskId) ?? 0;
+      if (!r || r.seq <= told) continue;
+      cursor.seqs.set(taskId, r.seq);
+      const base = { queue, taskId, attempt: r.attempt };
+      if (r.startedAt !== undefined && told === 0) this.emit({ type: "task.started", ...base, ...(r.workerId && { workerId: r.workerId }), at: r.startedAt });
+      if (r.status === "COMPLETED" || r.status === "FAILED" || r.status === "CANCELLED") {
+        this.emit({ type: "task.finished", ...base, status: r.status, ...(r.error && { error: r.error }), at: r.completedAt ?? Date.now() });
+      } else if (r.status !== "RUNNING" && r.status !== "PENDING") this.emit({ type: "task.status", ...base, status: r.status, at: Date.now() });
+    }
+    // The round's tasks keep their numbers until the next round, so a message of the channel that
+    // arrives after its record was read is not told twice; then nothing is tracked.
+    const round = new Set(taskIds);
+    for (const id of cursor.seqs.keys()) if (!round.has(id)) cursor.seqs.delete(id);
+    cursor.caughtUp = true;
+  }
+
+  /** The live workers (of the queue watched), and every worker the fleet still lists (live or dead). */
+  private async readWorkers(): Promise<{ live: Map<string, WorkerStatus>; listed: Set<string> }> {
+    const fleet = await getFleetStatus(this.src.redis, this.src.keys);
+    const q = this.options.queue;
+    const live = fleet.workers.filter((w) => w.alive && (q === undefined || (w.queues ?? []).includes(q)));
+    return { live: new Map(live.map((w) => [w.workerId, w])), listed: new Set(fleet.workers.map((w) => w.workerId)) };
+  }
+
+  private diffWorkers({ live: now, listed }: { live: Map<string, WorkerStatus>; listed: Set<string> }): void {
+    const at = Date.now();
+    for (const [id, w] of now) {
+      const before = this.workers.get(id);
+      if (!before) {
+        this.emit({
+          type: "worker.joined",
+          workerId: id,
+          ...(w.hostname && { hostname: w.hostname }),
+          queues: w.queues ?? [],
+          ...(w.state && { state: w.state }),
+          at,
+        });
+      } else if (w.state && w.state !== before.state) {
+        this.emit({ type: "worker.state", workerId: id, state: w.state, reasons: w.reasons ?? [], at });
+      }
+    }
+    for (const id of this.workers.keys()) {
+      if (now.has(id)) continue;
+      // A clean stop takes the worker off the fleet's list at once; a dead one stays listed, its beat getting old.
+      this.emit({ type: "worker.left", workerId: id, reason: listed.has(id) ? "dead" : "stopped", at });
+    }
+    this.workers = now;
+  }
+
+  private async latestRuns(): Promise<RunSummary[]> {
+    return (await this.src.graphs.listRuns({ limit: RUNS_PER_ROUND })).runs;
+  }
+
+  private async diffRuns(): Promise<void> {
+    const latest = await this.latestRuns();
+    const inPage = new Set(latest.map((r) => r.runId));
+    // Runs still open that left the newest page are asked for directly.
+    const open = [...this.runs].filter(([id, status]) => status === "RUNNING" && !inPage.has(id)).map(([id]) => id);
+    const older = open.length > 0 ? await this.src.graphs.summaries(open) : [];
+    for (const run of [...latest, ...older]) {
+      if (run === undefined) continue;
+      const known = this.runs.get(run.runId);
+      if (known === undefined && run.createdAt >= this.since) this.emit({ type: "run.started", runId: run.runId, graph: run.graph, at: run.createdAt });
+      if (known === undefined && run.createdAt < this.since) {
+        // Started before the watch: only its end is news.
+        this.runs.set(run.runId, run.status);
+        continue;
+      }
+      if (run.status !== "RUNNING" && known !== run.status) {
+        this.emit({ type: "run.finished", runId: run.runId, graph: run.graph, status: run.status, at: run.endedAt ?? Date.now() });
+      }
+      this.runs.set(run.runId, run.status);
+    }
+    for (const [id, status] of this.runs) if (status !== "RUNNING" && !inPage.has(id)) this.runs.delete(id);
+    for (const [i, id] of open.entries()) if (older[i] === undefined) this.runs.delete(id);
+  }
+
+  private emit(event: WatchEvent): void {
+    if (!this.closed) this.buffer.push(event);
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
+    await this.ready;
+    yield* this.buffer;
+  }
+
+  /** Ends the feed: unsubscribes, stops reading; a `for await` over it ends once it has read what came before. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.timer);
+    this.buffer.close();
+    await this.ready.catch(() => {});
+    await this.round;
+    for (const { unsubscribe } of this.queues.values()) await unsubscribe.then((u) => u()).catch(() => {});
+    this.queues.clear();
+  }
+}
