@@ -235,6 +235,23 @@ describe("flotilla-worker and flotilla-client run the main paths", () => {
     expect(await refused()).toEqual([]);
     expect(errors).toEqual([]);
   });
+
+  it("run the alert rules as the gateway does (client.fleet.runAlerts): the lease, the figures, the alert stream", async () => {
+    await admin.call("ACL", "LOG", "RESET");
+    const client = new FlotillaClient({ redis: url("flotilla-client"), prefix: `${prefix}-alerts` });
+    const failures: unknown[] = [];
+    const manager = client.fleet.runAlerts({ intervalMs: 100, onError: (err) => failures.push(err) });
+    try {
+      // No worker on this prefix: no_worker_alive fires, and is kept in the alert stream.
+      await waitFor(async () => (await client.fleet.alerts()).firing.some((e) => e.rule === "no_worker_alive"));
+      expect(manager.leader).toBe(true);
+    } finally {
+      await manager.stop();
+      await client.close();
+    }
+    expect(failures).toEqual([]);
+    expect(await refused()).toEqual([]);
+  });
 });
 
 describe("flotilla-readonly", () => {
@@ -282,6 +299,26 @@ describe("flotilla-readonly", () => {
     const [dead] = await reader.deadLetters.list("ro");
     expect(dead).toMatchObject({ taskId: ids.failed });
     expect(await reader.deadLetters.get("ro", dead!.id)).toMatchObject({ taskId: ids.failed });
+    expect(await refused()).toEqual([]);
+  });
+
+  it("follows the fleet live (client.watch): tasks, workers and runs read with its grants alone", async () => {
+    await admin.call("ACL", "LOG", "RESET");
+    const errors: unknown[] = [];
+    const watch = reader.watch({ pollMs: 100, onError: (err) => errors.push(err) });
+    await watch.ready;
+    const seen: string[] = [];
+    const reading = (async () => {
+      for await (const e of watch) seen.push(`${e.type}${"taskId" in e ? ` ${e.taskId}` : ""}`);
+    })();
+    const writer = new FlotillaClient({ redis: url("flotilla-client"), prefix });
+    const handle = await writer.submit(echo(), "watched", { queue: "ro" });
+    await handle.result();
+    await writer.close();
+    await waitFor(() => seen.includes(`task.submitted ${handle.taskId}`) && seen.includes(`task.finished ${handle.taskId}`));
+    await watch.close();
+    await reading;
+    expect(errors).toEqual([]);
     expect(await refused()).toEqual([]);
   });
 
