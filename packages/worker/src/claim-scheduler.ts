@@ -66,6 +66,8 @@ export class ClaimScheduler {
   private nextPromoteAt = 0;
   private nextPruneAt = 0;
   private round = 0;
+  /** Which of the queues a claim round asks first: each round the next one, so no queue's backlog starves another's. */
+  private firstQueue = 0;
   /** Slots promised to claims in flight (made by settle calls), not yet filled. */
   private reserved = 0;
   private wakeUp: (() => void) | undefined;
@@ -128,6 +130,19 @@ export class ClaimScheduler {
 
   private nextOrder(): readonly Priority[] {
     return laneOrder(this.round++, this.opts.fairnessEvery);
+  }
+
+  /**
+   * The queues, starting one further each round. A round fills its free slots from the first queue
+   * that has work, so a fixed order would drain the queues one after another — a backlog in the
+   * first holding every other back, and a fleet with the same list working one queue (one cluster
+   * master) at a time.
+   */
+  private rotatedQueues(): readonly string[] {
+    const queues = this.opts.queues;
+    if (queues.length < 2) return queues;
+    const first = this.firstQueue++ % queues.length;
+    return [...queues.slice(first), ...queues.slice(0, first)];
   }
 
   private async run(): Promise<void> {
@@ -239,7 +254,7 @@ export class ClaimScheduler {
       const order = this.nextOrder();
       let started = 0;
       const failed: unknown[] = [];
-      for (const queue of this.opts.queues) {
+      for (const queue of this.rotatedQueues()) {
         if (free - started <= 0) break;
         let replies: StartReply[];
         const sentAt = performance.now();

@@ -200,6 +200,23 @@ describe("ClaimScheduler", () => {
     expect(h.ids()).toEqual(["qa/1", "qa/2", "qb/1"]);
   });
 
+  it("takes turns between its queues: a backlog in the first never holds the others back", async () => {
+    await store.createMany(
+      "qt-a",
+      ["1", "2", "3", "4", "5", "6"].map((n) => task("qt-a", n)),
+    );
+    await store.createMany(
+      "qt-b",
+      ["1", "2", "3"].map((n) => task("qt-b", n)),
+    );
+    const h = await scheduler({ queues: ["qt-a", "qt-b"], concurrency: 1 });
+    for (let i = 1; i <= 6; i++) {
+      await waitFor(async () => h.claimed.length === i, { what: `claim ${i}` });
+      h.finish(h.ids()[i - 1]!);
+    }
+    expect(h.ids()).toEqual(["qt-a/1", "qt-b/1", "qt-a/2", "qt-b/2", "qt-a/3", "qt-b/3"]);
+  });
+
   it("hands a malformed entry to dispatch for dead-lettering, from a blocking read too", async () => {
     const h = await scheduler({ queues: ["junk"], blockMs: 30_000 });
     await new Promise((r) => setTimeout(r, 100));
@@ -637,10 +654,12 @@ describe("ClaimScheduler: every queue's claims fail", () => {
     s.failing.set("af-2", new Error("claims of af-2 refused"));
     const h = await scheduler({ queues: ["af-1", "af-2"] }, true, broker, log, s);
     await waitFor(async () => warned(lines, "claim failed; retrying").length >= 3, { what: "three failed claims" });
-    // The first queue's error stands for the round; the count goes up with each failure.
+    // The error of the queue asked first stands for the round (the queues take turns at being first);
+    // the count goes up with each failure.
+    const second = s.failing.get("af-2");
     expect(warned(lines, "claim failed; retrying").slice(0, 3)).toEqual([
       { err: first, failures: 1 },
-      { err: first, failures: 2 },
+      { err: second, failures: 2 },
       { err: first, failures: 3 },
     ]);
     expect(warned(lines, "claim from a queue failed; claiming from the others").slice(0, 2)).toEqual([
@@ -656,7 +675,8 @@ describe("ClaimScheduler: every queue's claims fail", () => {
     s.failing.clear();
     await store.createMany("af-2", [task("af-2", "x")]);
     await waitFor(async () => h.claimed.length === 1, { what: "a claim once the queues answer", timeoutMs: 15_000 });
-    expect(h.readiness.at(-1)).toBe("clear claiming");
+    // Ready again once the round that claimed it is over (its other queue is asked after it).
+    await waitFor(async () => h.readiness.at(-1) === "clear claiming", { what: "ready again" });
   });
 });
 
@@ -706,7 +726,8 @@ describe("ClaimScheduler: NOGROUP (Redis lost its consumer groups)", () => {
     await h.s.start();
     await waitFor(async () => s.claims.length >= 7, { what: "the claims after the third NOGROUP" });
     const at = s.claims.map((c) => c.at);
-    expect(s.claims.map((c) => c.queue)).toEqual(["ng-a", "ng-a", "ng-b", "ng-a", "ng-a", "ng-a", "ng-b"]);
+    // The queue asked first takes turns, round by round.
+    expect(s.claims.map((c) => c.queue)).toEqual(["ng-a", "ng-b", "ng-a", "ng-a", "ng-b", "ng-a", "ng-b"]);
     expect(at[1]! - at[0]!).toBeLessThan(150); // at once (a backoff would be 200 ms)
     expect(at[4]! - at[3]!).toBeLessThan(150); // at once again: a claim worked since the last remake
     expect(at[5]! - at[4]!).toBeGreaterThanOrEqual(350); // the second in a row waits (400 ms)
