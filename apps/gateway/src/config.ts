@@ -71,6 +71,7 @@ const ConfigSchema = z.object({
           failureRateMinSamples: z.number().int().positive(),
           waitP95Ms: z.number().positive(),
           redisMemoryRatio: z.number().positive().max(1),
+          noWorkerForMs: z.number().int().min(0),
         })
         .partial()
         .strict(),

@@ -13,8 +13,10 @@ describe("gateway alert rules", () => {
   const gateways = useGateway(env);
 
   it("run by default: no_worker_alive fires with no worker at all, once for two gateways, and resolves when a worker joins", async () => {
-    const { url } = await gateways.start({ alerts: { intervalMs: 200 } });
-    await gateways.start({ alerts: { intervalMs: 200 } });
+    // The grace before no_worker_alive fires, shortened from 30 s as --alert-thresholds can.
+    const alerting = { alerts: { intervalMs: 200, thresholds: { noWorkerForMs: 500 } } };
+    const { url } = await gateways.start(alerting);
+    await gateways.start(alerting);
     await waitFor(async () => (await alerts(url)).firing.some((e) => e.rule === "no_worker_alive"), { timeoutMs: 5000 });
     const fired = (await alerts(url)).firing.find((e) => e.rule === "no_worker_alive")!;
     expect(fired).toMatchObject({ id: "no_worker_alive:*", queue: "*", severity: "critical", state: "firing" });

@@ -36,7 +36,11 @@ describe("gateway: graph runs and topics", () => {
       status: string;
       nodes: Array<{ node: string; status: string }>;
     };
-    expect(run).toMatchObject({ status: "RUNNING", nodes: [expect.objectContaining({ node: "first", status: "QUEUED" })] });
+    expect(run).toMatchObject({
+      status: "RUNNING",
+      definition: { name: "gw-graph", nodes: [expect.objectContaining({ id: "first", next: ["second"] }), expect.objectContaining({ id: "second" })] },
+      nodes: [expect.objectContaining({ node: "first", status: "QUEUED" })],
+    });
     const unknown = await fetch(`${url}/v1/runs/nope`, { headers: reader });
     expect([unknown.status, ((await unknown.json()) as { error: { code: string } }).error.code]).toEqual([404, "RUN_NOT_FOUND"]);
     const bad = await fetch(`${url}/v1/runs`, { method: "POST", headers: admin, body: JSON.stringify({ graph: { name: "x", nodes: [] }, input: 1 }) });

@@ -63,17 +63,22 @@ export class Context {
 
   /** The client, connected on first use to `--redis` under `--prefix`. */
   client(): FlotillaClient {
-    const { redis, prefix } = this.globals;
-    this.made ??= new FlotillaClient({ ...(redis !== undefined && { redis }), prefix });
+    this.made ??= new FlotillaClient({ ...this.connection(), prefix: this.globals.prefix });
     return this.made;
+  }
+
+  /** `--redis`, else the cluster REDIS_CLUSTER_NODES names (in the environment given to `run`), else the default. */
+  private connection(): { redis?: string | { cluster: Array<{ host: string; port: number }> } } {
+    const { redis, cluster } = this.globals;
+    if (redis !== undefined) return { redis };
+    return cluster ? { redis: { cluster } } : {};
   }
 
   /** The event bus on the same Redis and prefix, made on first use (loaded only by the bus commands). */
   async bus(): Promise<Bus> {
     if (!this.madeBus) {
       const { Bus } = await import("@flotilla/bus");
-      const { redis, prefix } = this.globals;
-      this.madeBus = new Bus({ ...(redis !== undefined && { redis }), prefix });
+      this.madeBus = new Bus({ ...this.connection(), prefix: this.globals.prefix });
     }
     return this.madeBus;
   }

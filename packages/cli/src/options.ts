@@ -1,4 +1,5 @@
 import { DEFAULTS } from "@flotilla/core";
+import { clusterNodesFromEnv } from "@flotilla/core/redis";
 
 /** The environment variables the command reads. */
 export const ENV = {
@@ -24,6 +25,8 @@ export interface GlobalOptions {
    * @default process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
    */
   redis: string | undefined;
+  /** The cluster's seed nodes when `redis` is undefined: read from the environment the command was given (not only the process's). */
+  cluster: Array<{ host: string; port: number }> | undefined;
   /** Where the Redis came from, for error messages (never with its password). */
   redisLabel: string;
   /**
@@ -46,6 +49,7 @@ export function resolveGlobals(flags: GlobalFlags, env: Readonly<Record<string, 
   const redis = flags.redis ?? (cluster ? undefined : (fromEnv ?? DEFAULTS.redisUrl));
   return {
     redis,
+    cluster: redis === undefined ? clusterNodesFromEnv({ [ENV.cluster]: cluster }) : undefined,
     redisLabel: redis === undefined ? `the Redis Cluster ${ENV.cluster} names (${cluster})` : redactUrl(redis),
     prefix: flags.prefix ?? (env[ENV.prefix]?.trim() || DEFAULTS.prefix),
     json: flags.json === true,

@@ -61,15 +61,28 @@ describe("run(argv, io)", () => {
   });
 
   it("the defaults: REDIS_URL, else redis://127.0.0.1:6379; FLOTILLA_PREFIX, else flotilla; a password is never shown", () => {
-    expect(resolveGlobals({}, {})).toEqual({ redis: "redis://127.0.0.1:6379", redisLabel: "redis://127.0.0.1:6379", prefix: "flotilla", json: false });
+    expect(resolveGlobals({}, {})).toEqual({
+      redis: "redis://127.0.0.1:6379",
+      cluster: undefined,
+      redisLabel: "redis://127.0.0.1:6379",
+      prefix: "flotilla",
+      json: false,
+    });
     expect(resolveGlobals({}, { REDIS_URL: "redis://h:1", FLOTILLA_PREFIX: "p" })).toMatchObject({ redis: "redis://h:1", prefix: "p" });
     expect(resolveGlobals({ redis: "redis://u:secret@h:2/0", prefix: "q", json: true }, { REDIS_URL: "redis://h:1", FLOTILLA_PREFIX: "p" })).toEqual({
       redis: "redis://u:secret@h:2/0",
+      cluster: undefined,
       redisLabel: "redis://u:***@h:2/0",
       prefix: "q",
       json: true,
     });
-    // A cluster named in the environment is the client's to connect to (it reads REDIS_CLUSTER_NODES itself).
-    expect(resolveGlobals({}, { REDIS_CLUSTER_NODES: "h:1,h:2", REDIS_URL: "redis://h:1" }).redis).toBeUndefined();
+    // A cluster named in the environment the command is given (not only the process's) comes before REDIS_URL.
+    expect(resolveGlobals({}, { REDIS_CLUSTER_NODES: "h:1,h:2", REDIS_URL: "redis://h:1" })).toMatchObject({
+      redis: undefined,
+      cluster: [
+        { host: "h", port: 1 },
+        { host: "h", port: 2 },
+      ],
+    });
   });
 });

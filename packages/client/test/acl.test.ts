@@ -240,7 +240,7 @@ describe("flotilla-worker and flotilla-client run the main paths", () => {
     await admin.call("ACL", "LOG", "RESET");
     const client = new FlotillaClient({ redis: url("flotilla-client"), prefix: `${prefix}-alerts` });
     const failures: unknown[] = [];
-    const manager = client.fleet.runAlerts({ intervalMs: 100, onError: (err) => failures.push(err) });
+    const manager = client.fleet.runAlerts({ intervalMs: 100, thresholds: { noWorkerForMs: 0 }, onError: (err) => failures.push(err) });
     try {
       // No worker on this prefix: no_worker_alive fires, and is kept in the alert stream.
       await waitFor(async () => (await client.fleet.alerts()).firing.some((e) => e.rule === "no_worker_alive"));

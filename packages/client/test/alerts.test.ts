@@ -51,7 +51,7 @@ describe("alerts against real queue states in Redis", () => {
       redis: env.redis,
       prefix: env.prefix,
       queues: ["stalled"],
-      thresholds: { depthWarning: 2 },
+      thresholds: { depthWarning: 2, noWorkerForMs: 0 },
       repeatIntervalMs: 60_000,
       sinks: [(e) => void seen.push(e), redisStreamSink(env.redis, { prefix: env.prefix }), webhookSink(hook.url, { backoffMs: 10 })],
     });
@@ -113,17 +113,23 @@ describe("alerts: no worker alive at all", () => {
     for (const m of managers) await m.stop();
   });
 
-  it("no_worker_alive fires with every queue empty, and resolves when a worker joins", async () => {
+  it("no_worker_alive fires with every queue empty once no worker has been alive for 30 s, and resolves when a worker joins", async () => {
     const seen: AlertEvent[] = [];
     const manager = new AlertManager({ redis: env.redis, prefix: env.prefix, queues: ["empty"], sinks: [(e) => void seen.push(e)] });
     managers.push(manager);
     const gone = await env.worker({ queues: ["empty"] });
-    expect(summary(await manager.evaluate())).toEqual([]);
+    const t0 = Date.now();
+    expect(summary(await manager.evaluate(t0))).toEqual([]);
     await gone.stop();
-    expect(summary(await manager.evaluate())).toEqual(["firing:no_worker_alive"]);
+    // A restart is shorter than the grace: nothing yet…
+    expect(summary(await manager.evaluate(t0 + 1000))).toEqual([]);
+    expect(summary(await manager.evaluate(t0 + 30_000))).toEqual([]);
+    // …30 s after it was first seen, it fires, dated from then.
+    expect(summary(await manager.evaluate(t0 + 31_000))).toEqual(["firing:no_worker_alive"]);
+    expect(seen[0]).toMatchObject({ since: t0 + 1000, at: t0 + 31_000 });
     expect(seen[0]!.message).toMatch(/no worker is alive: tasks submitted now will wait/);
     await env.worker({ queues: ["other"] });
-    expect(summary(await manager.evaluate())).toEqual(["resolved:no_worker_alive"]);
+    expect(summary(await manager.evaluate(t0 + 32_000))).toEqual(["resolved:no_worker_alive"]);
   });
 });
 
@@ -136,7 +142,7 @@ describe("alerts: a restarted manager", () => {
 
   it("resume: a restarted manager neither repeats what still fires nor forgets to resolve what cleared", async () => {
     const stream = redisStreamSink(env.redis, { prefix: env.prefix });
-    const options = { redis: env.redis, prefix: env.prefix, queues: ["r"], resume: true };
+    const options = { redis: env.redis, prefix: env.prefix, queues: ["r"], resume: true, thresholds: { noWorkerForMs: 0 } };
     const first: AlertEvent[] = [];
     const before = new AlertManager({ ...options, sinks: [(e) => void first.push(e), stream] });
     managers.push(before);
@@ -170,7 +176,7 @@ describe("alerts: managers sharing a prefix", () => {
     const prefix = env.prefix;
     const a: AlertEvent[] = [];
     const b: AlertEvent[] = [];
-    const options = { redis: env.redis, prefix, queues: ["x"], exclusive: true, resume: true, intervalMs: 60_000 };
+    const options = { redis: env.redis, prefix, queues: ["x"], exclusive: true, resume: true, intervalMs: 60_000, thresholds: { noWorkerForMs: 0 } };
     const ma = new AlertManager({ ...options, sinks: [(e) => void a.push(e), redisStreamSink(env.redis, { prefix })] });
     const mb = new AlertManager({ ...options, sinks: [(e) => void b.push(e), redisStreamSink(env.redis, { prefix })] });
     managers.push(ma, mb);
@@ -193,5 +199,27 @@ describe("alerts: managers sharing a prefix", () => {
     expect(a.map((e) => e.state)).toEqual(["firing"]);
     await ma.stop();
     expect(await env.redis.exists(createKeys(prefix).alertsLease())).toBe(0);
+  });
+});
+
+describe("alerts: a blip", () => {
+  const env = useFlotilla("alerts-blip");
+  const managers: AlertManager[] = [];
+  afterAll(async () => {
+    for (const m of managers) await m.stop();
+  });
+
+  it("a blip shorter than the grace sends nothing, and the grace starts again after it", async () => {
+    const seen: AlertEvent[] = [];
+    const manager = new AlertManager({ redis: env.redis, prefix: env.prefix, queues: ["b"], sinks: [(e) => void seen.push(e)] });
+    managers.push(manager);
+    const t0 = Date.now();
+    expect(await manager.evaluate(t0)).toEqual([]);
+    const worker = await env.worker({ queues: ["b"] });
+    expect(await manager.evaluate(t0 + 20_000)).toEqual([]);
+    await worker.stop();
+    expect(await manager.evaluate(t0 + 40_000)).toEqual([]);
+    expect(seen).toEqual([]);
+    expect(summary(await manager.evaluate(t0 + 70_000))).toEqual(["firing:no_worker_alive"]);
   });
 });

@@ -1,6 +1,7 @@
 import { ErrorCodes, FlotillaError, type JsonValue, parseJsonOr, type TaskStatus } from "@flotilla/core";
 import type { EventSource } from "@flotilla/events";
 import type { Redis } from "ioredis";
+import type { Graph } from "./definition.ts";
 import type { GraphEngine } from "./engine.ts";
 import { type Instance, parseInstance } from "./instances.ts";
 import { resolveInstances } from "./resolver.ts";
@@ -19,6 +20,8 @@ export interface NodeInstanceStatus extends Instance {
 }
 
 export interface GraphRunStatus extends RunSummary {
+  /** The graph the run was started with (its nodes, their `next`, fan-outs and joins): what a view draws the run on. */
+  definition: Graph;
   /** Every node instance, in the order the run created them. */
   nodes: NodeInstanceStatus[];
 }
@@ -125,7 +128,7 @@ export class GraphRunHandle {
       if (task?.status === "RUNNING") n.status = "RUNNING";
       else if (task && QUEUED.has(task.status)) n.status = "QUEUED";
     });
-    return { ...summary, nodes };
+    return { ...summary, definition: compiled.graph, nodes };
   }
 
   /**

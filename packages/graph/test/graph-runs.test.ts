@@ -69,7 +69,14 @@ describe("graph runs on real workers", () => {
     );
     const result = await run.result({ timeoutMs: 30_000 });
     expect(result).toEqual({ merge: { values: Array.from({ length: 100 }, (_, k) => k * 2) } });
-    const nodes = (await run.status()).nodes;
+    const status = await run.status();
+    const nodes = status.nodes;
+    // The graph it was started with, for views that draw the run: nodes, edges, the fan-out and its join.
+    expect(status.definition.nodes.map((n) => [n.id, n.next ?? [], n.fanOut === true, n.unites?.id])).toEqual([
+      ["split", ["proc"], true, undefined],
+      ["proc", ["merge"], false, undefined],
+      ["merge", [], false, "split"],
+    ]);
     expect(nodes.filter((n) => n.node === "merge")).toHaveLength(1);
     expect(nodes.filter((n) => n.node === "proc" && n.status === "EXECUTED")).toHaveLength(100);
   });

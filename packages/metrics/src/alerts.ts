@@ -26,6 +26,12 @@ export interface AlertRule {
    * @default "queue"
    */
   scope?: "queue" | "fleet" | "redis";
+  /**
+   * The rule must hold this long, round after round, before its alert fires (its `since` is when it
+   * began to hold): a blip shorter than that — a worker restarting — sends nothing.
+   * @default 0 (fires on the first round that finds it)
+   */
+  forMs?: number;
   /** Undefined: the rule has nothing to say of this queue (no data). */
   check(queue: QueueState): RuleVerdict | undefined;
 }
@@ -60,6 +66,8 @@ export interface AlertThresholds {
   waitP95Ms?: number;
   /** Redis's used_memory ÷ maxmemory at which `redis_memory_near_limit` fires (no limit set: never). @default 0.9 */
   redisMemoryRatio?: number;
+  /** How long no worker may be alive before `no_worker_alive` fires (a restart or a deploy is shorter). @default 30_000 */
+  noWorkerForMs?: number;
 }
 
 const depthRule = (name: string, severity: Severity, limit: number): AlertRule => ({
@@ -109,6 +117,7 @@ export function defaultRules(t: AlertThresholds = {}): AlertRule[] {
       name: "no_worker_alive",
       severity: "critical",
       scope: "fleet",
+      forMs: t.noWorkerForMs ?? 30_000,
       check: (f) => ({
         firing: f.liveWorkers === 0,
         value: f.liveWorkers,
@@ -198,6 +207,8 @@ export class AlertManager {
   private readonly keys: Keys;
   private readonly rules: AlertRule[];
   private readonly firing = new Map<string, Firing>();
+  /** Alerts whose rule holds but not yet for its `forMs`: id → when it began to hold. */
+  private readonly pending = new Map<string, number>();
   private conn: OwnedRedis | undefined;
   private timer: NodeJS.Timeout | undefined;
   private round: Promise<AlertEvent[]> | undefined;
@@ -282,6 +293,7 @@ export class AlertManager {
     if (this.options.exclusive && !(await this.lead())) {
       // Standing by: when it leads again, it takes over what the leader had firing.
       this.firing.clear();
+      this.pending.clear();
       this.resumed = false;
       return [];
     }
@@ -297,8 +309,15 @@ export class AlertManager {
         const id = `${rule.name}:${state.queue}`;
         const verdict = rule.check(state);
         const current = this.firing.get(id);
+        if (!verdict?.firing) this.pending.delete(id);
         if (verdict?.firing) {
           if (!current) {
+            const since = this.pending.get(id) ?? now;
+            if (now - since < (rule.forMs ?? 0)) {
+              this.pending.set(id, since);
+              continue;
+            }
+            this.pending.delete(id);
             const event: AlertEvent = {
               id,
               rule: rule.name,
@@ -306,7 +325,7 @@ export class AlertManager {
               state: "firing",
               queue: state.queue,
               ...pick(verdict),
-              since: now,
+              since,
               at: now,
             };
             this.firing.set(id, { event, lastSent: now });
