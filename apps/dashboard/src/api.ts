@@ -70,13 +70,20 @@ export async function post<T>(path: string, body?: unknown): Promise<T> {
 /** A task's path: its id with the slash encoded, as the API takes it. */
 export const taskPath = (taskId: string, rest = ""): string => `/v1/tasks/${encodeURIComponent(taskId)}${rest}`;
 
+/** One Server-Sent Events message: its `event:` type (when named), its `data:` lines joined, or a comment. */
+export interface SseMessage {
+  event?: string;
+  data?: string;
+  comment?: string;
+}
+
 /**
- * Reads a task's Server-Sent Events with fetch (EventSource cannot send the Authorization header),
- * calling `onEvent` for each, from the one after `after`. Resolves when the stream ends (after the
- * task's terminal status event); rejects on a failure or when `signal` aborts.
+ * Opens a Server-Sent Events stream with fetch (EventSource cannot send the Authorization header)
+ * and calls `onMessage` for each message and comment. Resolves when the server ends the stream;
+ * rejects on a failed answer (an ApiError: a 401 tells the listeners) or when `signal` aborts.
  */
-export async function streamTaskEvents(taskId: string, after: number, onEvent: (event: TaskEvent) => void, signal: AbortSignal): Promise<void> {
-  const res = await fetch(`${taskPath(taskId, "/events")}?after=${after}`, { headers: headers({ accept: "text/event-stream" }), signal });
+export async function readEventStream(path: string, onMessage: (message: SseMessage) => void, signal: AbortSignal): Promise<void> {
+  const res = await fetch(path, { headers: headers({ accept: "text/event-stream" }), signal });
   if (!res.ok || !res.body) throw await failure(res);
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
@@ -86,22 +93,44 @@ export async function streamTaskEvents(taskId: string, after: number, onEvent: (
       if (done) return;
       buffer += value.replace(/\r\n?/g, "\n");
       for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-        const block = buffer.slice(0, end);
+        const message = parseBlock(buffer.slice(0, end));
         buffer = buffer.slice(end + 2);
-        let data: string | undefined;
-        for (const line of block.split("\n")) {
-          if (!line.startsWith("data:")) continue;
-          const text = line.slice(5).replace(/^ /, "");
-          data = data === undefined ? text : `${data}\n${text}`;
-        }
-        if (data === undefined) continue; // a comment (": ping") or an empty block
-        const parsed = JSON.parse(data) as TaskEvent & { error?: { code?: string; message?: string } };
-        // The gateway's own failure (no seq) rather than the task's error event.
-        if (typeof parsed.seq !== "number") throw new ApiError(500, parsed.error?.code ?? "STREAM_FAILED", parsed.error?.message ?? "the event stream failed");
-        onEvent(parsed);
+        if (message) onMessage(message);
       }
     }
   } finally {
-    reader.releaseLock();
+    // Also when onMessage threw: the connection is closed, not left open behind a released reader.
+    reader.cancel().catch(() => {});
   }
+}
+
+function parseBlock(block: string): SseMessage | undefined {
+  const message: SseMessage = {};
+  for (const line of block.split("\n")) {
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+    if (field === "") message.comment = value;
+    else if (field === "event") message.event = value;
+    else if (field === "data") message.data = message.data === undefined ? value : `${message.data}\n${value}`;
+  }
+  return message.event === undefined && message.data === undefined && message.comment === undefined ? undefined : message;
+}
+
+/**
+ * Reads a task's events, calling `onEvent` for each, from the one after `after`. Resolves when the
+ * stream ends (after the task's terminal status event); rejects on a failure or when `signal` aborts.
+ */
+export function streamTaskEvents(taskId: string, after: number, onEvent: (event: TaskEvent) => void, signal: AbortSignal): Promise<void> {
+  return readEventStream(
+    `${taskPath(taskId, "/events")}?after=${after}`,
+    ({ data }) => {
+      if (data === undefined) return; // a comment (": ping")
+      const parsed = JSON.parse(data) as TaskEvent & { error?: { code?: string; message?: string } };
+      // The gateway's own failure (no seq) rather than the task's error event.
+      if (typeof parsed.seq !== "number") throw new ApiError(500, parsed.error?.code ?? "STREAM_FAILED", parsed.error?.message ?? "the event stream failed");
+      onEvent(parsed);
+    },
+    signal,
+  );
 }

@@ -5,18 +5,20 @@ import { get, post } from "./api.ts";
 import { ago, json } from "./format.ts";
 import { usePoll } from "./hooks.ts";
 import { navigate } from "./router.ts";
-import type { DeadLetter, QueueOverview } from "./types.ts";
+import type { DeadLetter, LiveEvent, QueueOverview } from "./types.ts";
 import { ErrorNote, TaskLink, taskHref } from "./ui.ts";
 
 export function DeadLetters({ queue }: { queue: string | undefined }) {
-  const queues = usePoll((signal) => get<{ queues: QueueOverview[] }>("/v1/queues", signal), 2000);
+  // A task that fails for good is dead-lettered: its task.finished is the news here.
+  const failed = (e: LiveEvent, inQueue?: string) => e.type === "task.finished" && e.status === "FAILED" && (inQueue === undefined || e.queue === inQueue);
+  const queues = usePoll((signal) => get<{ queues: QueueOverview[] }>("/v1/queues", signal), [], { live: failed });
   const letters = usePoll(
     (signal) =>
       queue
         ? get<{ deadLetters: DeadLetter[] }>(`/v1/queues/${encodeURIComponent(queue)}/dead-letters?count=100`, signal)
         : Promise.resolve({ deadLetters: [] }),
-    2000,
     [queue],
+    { live: (e) => failed(e, queue) },
   );
   const [open, setOpen] = useState<string | undefined>(undefined);
   const [done, setDone] = useState<Record<string, { ok: boolean; text: string; taskId?: string }>>({});

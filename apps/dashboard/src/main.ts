@@ -4,6 +4,8 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { adoptTokenFromUrl, getToken, onUnauthorized, setToken } from "./api.ts";
 import { DeadLetters } from "./dead-letters.ts";
+import { useFeedStatus } from "./hooks.ts";
+import { type FeedStatus, feed } from "./live.ts";
 import { Overview } from "./overview.ts";
 import { type Route, useRoute } from "./router.ts";
 import { RunPage, Runs } from "./runs.ts";
@@ -60,17 +62,37 @@ function TokenForm({ onDone }: { onDone: () => void }) {
   </form>`;
 }
 
+const FEED_LABEL: Record<FeedStatus, [text: string, title: string]> = {
+  live: ["● live", "Pages update as the fleet changes (GET /v1/events)"],
+  connecting: ["○ connecting…", "Opening the live feed; pages poll meanwhile"],
+  reconnecting: ["○ reconnecting…", "The live feed dropped; pages poll every 2 s until it is back"],
+  off: ["○ not live", "No live feed (no token, or it was refused); pages poll every 2 s"],
+};
+
+/** Whether the page is on the live feed. */
+function FeedIndicator() {
+  const status = useFeedStatus();
+  const [text, title] = FEED_LABEL[status];
+  return html`<span class=${`feed feed-${status}`} data-testid="feed" data-state=${status} title=${title}>${text}</span>`;
+}
+
 function App() {
   const route = useRoute();
   const [needsToken, setNeedsToken] = useState(false);
   // Remounts the page after a new token, so everything loads again with it.
   const [generation, setGeneration] = useState(0);
   useEffect(() => onUnauthorized(() => setNeedsToken(true)), []);
+  // One feed for the app, opened again with each token (signed out: it asks without one, and a 401 shows the form).
+  useEffect(() => {
+    feed.start();
+    return () => feed.stop();
+  }, [generation]);
   const section = route.parts[0] === "queues" || route.parts[0] === "task" ? "tasks" : (route.parts[0] ?? "");
   return html`<header>
       <a href="#/" class="brand">Flotilla</a>
       <nav>${NAV.map(([href, label, s]) => html`<a href=${href} class=${section === s ? "active" : ""}>${label}</a>`)}</nav>
       <span class="spacer"></span>
+      <${FeedIndicator} />
       ${
         getToken()
           ? html`<button class="link" title="Forget the token" onClick=${() => {

@@ -1,16 +1,18 @@
 // The fleet at a glance: every queue with its depth and throughput sparklines, the workers alive and
-// the alerts firing, polled every 2 s.
+// the alerts firing; reloaded when the live feed says a task or a worker changed.
 import { html } from "htm/preact";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { get } from "./api.ts";
 import { ago, duration, statusClass } from "./format.ts";
 import { usePoll } from "./hooks.ts";
 import { Sparkline } from "./sparkline.ts";
-import type { Alert, QueueOverview, Workers } from "./types.ts";
+import type { Alert, LiveEvent, QueueOverview, Workers } from "./types.ts";
 import { ErrorNote } from "./ui.ts";
 
 /** Samples kept per queue (2 minutes at one every 2 s). */
 const SAMPLES = 60;
-export const POLL_MS = 2000;
+/** A sample of every queue's figures (as last loaded) every 2 s: the lines' steps stay even however the loads come. */
+const SAMPLE_MS = 2000;
 
 interface Series {
   /** Tasks that ended (completed, failed or cancelled) over the queue's recent window, scaled to a minute. */
@@ -34,14 +36,32 @@ function record(queues: readonly QueueOverview[]): void {
   }
 }
 
+/** Where an alert fires: its queue, linked; "*" is a rule about the whole fleet (no_worker_alive), no queue to link to. */
+const alertWhere = (a: Alert) => (a.queue === "*" ? "the fleet" : html`<a href=${`#/queues/${encodeURIComponent(a.queue)}`}>${a.queue}</a>`);
+
 export function Overview() {
-  const queues = usePoll(async (signal) => {
-    const { queues } = await get<{ queues: QueueOverview[] }>("/v1/queues", signal);
-    record(queues);
-    return queues;
-  }, POLL_MS);
-  const workers = usePoll((signal) => get<Workers>("/v1/workers", signal), POLL_MS);
-  const alerts = usePoll((signal) => get<{ events: Alert[]; firing: Alert[] }>("/v1/alerts", signal), POLL_MS);
+  // Every task and worker event moves some figure here (a run's are its nodes' task events); the
+  // loads they ask for are coalesced. Alerts are not on the feed, but their rules (a backlog, no
+  // worker alive) follow the tasks and workers.
+  const live = { live: (e: LiveEvent) => !e.type.startsWith("run.") };
+  const queues = usePoll((signal) => get<{ queues: QueueOverview[] }>("/v1/queues", signal).then((r) => r.queues), [], live);
+  const workers = usePoll((signal) => get<Workers>("/v1/workers", signal), [], live);
+  const alerts = usePoll((signal) => get<{ events: Alert[]; firing: Alert[] }>("/v1/alerts", signal), [], live);
+  const latest = useRef<QueueOverview[] | undefined>(undefined);
+  latest.current = queues.data;
+  // Redraws the lines after each sample (the history lives outside the component).
+  const [, setSamples] = useState(0);
+  const loaded = queues.data !== undefined;
+  useEffect(() => {
+    if (!loaded) return;
+    const sample = () => {
+      record(latest.current ?? []);
+      setSamples((n) => n + 1);
+    };
+    sample();
+    const timer = setInterval(sample, SAMPLE_MS);
+    return () => clearInterval(timer);
+  }, [loaded]);
   const firing = alerts.data?.firing ?? [];
 
   return html`<section>
@@ -93,8 +113,9 @@ export function Overview() {
         ? html`<p class="muted" data-testid="no-alerts">None.</p>`
         : html`<ul class="alerts">
             ${firing.map(
-              (a) => html`<li key=${a.id}><span class=${statusClass(a.severity)}>${a.severity}</span> <b>${a.rule}</b> on
-                <a href=${`#/queues/${encodeURIComponent(a.queue)}`}>${a.queue}</a>: ${a.message} <span class="muted">(since ${ago(a.since)})</span></li>`,
+              (a) => html`<li key=${a.id}>
+                <span class=${statusClass(a.severity)}>${a.severity}</span> <b>${a.rule}</b> on ${alertWhere(a)}: ${a.message} <span class="muted">(since ${ago(a.since)})</span>
+              </li>`,
             )}
           </ul>`
     }

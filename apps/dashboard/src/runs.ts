@@ -1,11 +1,18 @@
-// Graph runs: the list (newest first), and one run's node instances with their states. Polled every 2 s.
+// Graph runs: the list (newest first), reloaded when the live feed says a run started or finished;
+// and one run drawn as its graph, with its node instances' states, tasks, outputs and errors,
+// reloaded when one of its node tasks changes.
 import { html } from "htm/preact";
 import { useState } from "preact/hooks";
 import { get } from "./api.ts";
 import { ago, duration, json } from "./format.ts";
 import { usePoll } from "./hooks.ts";
-import type { RunDetail, RunSummary } from "./types.ts";
+import { RunGraph } from "./run-graph.ts";
+import { runTopology } from "./run-topology.ts";
+import type { LiveEvent, RunDetail, RunSummary } from "./types.ts";
 import { ErrorNote, Status, TaskLink } from "./ui.ts";
+
+/** A node task's name starts with its run's id (`<queue>/<runId>:<node>:<branch>:<n>`). */
+const ofRun = (runId: string, e: LiveEvent): boolean => ("taskId" in e && e.taskId.includes(`/${runId}:`)) || (e.type === "run.finished" && e.runId === runId);
 
 export function Runs() {
   const [cursors, setCursors] = useState<string[]>([]);
@@ -13,8 +20,8 @@ export function Runs() {
   const page = usePoll(
     (signal) =>
       get<{ runs: RunSummary[]; cursor?: string; nextCursor?: string }>(`/v1/runs?limit=25${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, signal),
-    2000,
     [cursor],
+    { live: (e) => e.type === "run.started" || e.type === "run.finished" },
   );
   const next = page.data?.nextCursor ?? page.data?.cursor;
   return html`<section>
@@ -29,7 +36,7 @@ export function Runs() {
       <thead><tr><th>run</th><th>graph</th><th>status</th><th>started</th><th class="n">took</th><th>error</th></tr></thead>
       <tbody>
         ${(page.data?.runs ?? []).map(
-          (r) => html`<tr key=${r.runId}>
+          (r) => html`<tr key=${r.runId} data-run=${r.runId}>
             <td><a href=${`#/runs/${encodeURIComponent(r.runId)}`} class="mono">${r.runId}</a></td>
             <td>${r.graph}</td>
             <td><${Status} status=${r.status} /></td>
@@ -45,20 +52,25 @@ export function Runs() {
 }
 
 export function RunPage({ runId }: { runId: string }) {
-  const run = usePoll((signal) => get<RunDetail>(`/v1/runs/${encodeURIComponent(runId)}`, signal), 2000, [runId]);
+  const run = usePoll((signal) => get<RunDetail>(`/v1/runs/${encodeURIComponent(runId)}`, signal), [runId], { live: (e) => ofRun(runId, e) });
   const r = run.data;
+  const [selected, setSelected] = useState<string | undefined>(undefined);
+  const topology = r ? runTopology(r) : undefined;
+  const shown = (r?.nodes ?? []).filter((n) => selected === undefined || n.node === selected);
   return html`<section>
     <h1>Run <span class="mono">${runId}</span></h1>
     <${ErrorNote} error=${run.error} />
     ${
-      r
+      r && topology
         ? html`<div class="toolbar">
               <${Status} status=${r.status} />
               <span class="muted">graph <b>${r.graph}</b> · started ${ago(r.createdAt)}${r.endedAt ? ` · took ${duration(r.endedAt - r.createdAt)}` : ""}</span>
             </div>
             ${r.error ? html`<p class="error">${r.error.code}: ${r.error.message}${r.error.node ? ` (node ${r.error.node})` : ""}</p>` : null}
+            <div class="graph-wrap"><${RunGraph} topology=${topology} instances=${r.nodes} selected=${selected} onSelect=${setSelected} /></div>
+            <h2>${selected ? html`Instances of <span class="mono">${selected}</span> <button class="small" onClick=${() => setSelected(undefined)}>all nodes</button>` : "Node instances"}</h2>
             <div class="nodes" data-testid="nodes">
-              ${r.nodes.map(
+              ${shown.map(
                 (n) => html`<div class=${`node s-${n.status.toLowerCase()}`} key=${n.instance} data-node=${n.node} data-status=${n.status}>
                   <div class="node-head"><b>${n.node}</b>${n.branch.length > 0 ? html` <span class="muted">[${n.branch.join(".")}]</span>` : null} <${Status} status=${n.status} /></div>
                   <div class="small"><${TaskLink} taskId=${n.taskId} /></div>

@@ -1,4 +1,4 @@
-// One task, live: its record (polled), and its events over Server-Sent Events: the status timeline,
+// One task, live: its record (reloaded when the live feed says it changed), and its events over Server-Sent Events: the status timeline,
 // the text as it is generated, tool calls and their results; its result or error; Cancel and Retry.
 import { html } from "htm/preact";
 import { useEffect, useRef, useState } from "preact/hooks";
@@ -76,7 +76,7 @@ function useTaskEvents(taskId: string): { events: TaskEvent[]; live: boolean; er
 
 export function TaskPage({ taskId }: { taskId: string }) {
   const { events, live, error: streamError } = useTaskEvents(taskId);
-  const task = usePoll((signal) => get<Task>(taskPath(taskId), signal), 2000, [taskId]);
+  const task = usePoll((signal) => get<Task>(taskPath(taskId), signal), [taskId], { live: (e) => "taskId" in e && e.taskId === taskId });
   const [action, setAction] = useState<{ ok: boolean; text: string } | undefined>(undefined);
   const [busy, setBusy] = useState(false);
 

@@ -1,4 +1,5 @@
-// A queue's tasks, newest first: filter by status, page on with the API's cursor. Refreshed every 2 s.
+// A queue's tasks, newest first: filter by status, page on with the API's cursor. Reloaded when the
+// live feed says a task (of this queue) was submitted or changed status.
 import { html } from "htm/preact";
 import { useState } from "preact/hooks";
 import { get } from "./api.ts";
@@ -22,8 +23,8 @@ export function Tasks({ queue, status }: { queue: string | undefined; status: st
       if (cursor) q.set("cursor", cursor);
       return get<{ tasks: Task[]; nextCursor?: string }>(`/v1/tasks?${q}`, signal);
     },
-    2000,
     [queue, status, cursor],
+    { live: (e) => "taskId" in e && (!queue || e.queue === queue) },
   );
   const base = queue ? `#/queues/${encodeURIComponent(queue)}` : "#/tasks";
   const setStatus = (s: string) => {
@@ -49,7 +50,7 @@ export function Tasks({ queue, status }: { queue: string | undefined; status: st
       <thead><tr><th>task</th><th>status</th><th>agent</th><th class="n">attempt</th><th>created</th><th class="n">took</th><th>worker</th></tr></thead>
       <tbody>
         ${(page.data?.tasks ?? []).map(
-          (t) => html`<tr key=${t.taskId}>
+          (t) => html`<tr key=${t.taskId} data-task=${t.taskId}>
             <td><${TaskLink} taskId=${t.taskId} /></td>
             <td><${Status} status=${t.status} /></td>
             <td>${t.agent}</td>

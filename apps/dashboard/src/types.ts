@@ -28,6 +28,22 @@ export interface WorkerInfo {
   startedAt?: number;
   lastBeat: number;
   alive: boolean;
+  /** Absent from workers that predate it. */
+  state?: WorkerState;
+  /** Why it is not ready (when not-ready, or starting/draining with a cause). */
+  reasons?: NotReady[];
+  /** The @flotilla/worker version it runs, and the application's build id. */
+  version?: string;
+  buildId?: string;
+}
+
+export type WorkerState = "starting" | "running" | "draining" | "not-ready";
+
+export interface NotReady {
+  reason: string;
+  detail: string;
+  /** ms, on the worker's clock. */
+  since: number;
 }
 
 export interface Workers {
@@ -127,4 +143,23 @@ export interface RunNode {
 
 export interface RunDetail extends RunSummary {
   nodes: RunNode[];
+  /**
+   * The graph the run was started with (@flotilla/graph's Graph), when the gateway includes it: its
+   * nodes' `next` are the edges. Today's gateway does not (see run-topology.ts).
+   */
+  /** The graph the run was started with. */
+  definition?: { nodes: Array<{ id: string; type?: string; next?: string[] }> };
 }
+
+/** One message of `GET /v1/events`: the fleet's lifecycle, as it happens (no replay). */
+export type LiveEvent =
+  | { type: "task.submitted"; queue: string; taskId: string; at: number }
+  | { type: "task.started"; queue: string; taskId: string; attempt: number; workerId?: string; at: number }
+  | { type: "task.finished"; queue: string; taskId: string; status: "COMPLETED" | "FAILED" | "CANCELLED"; attempt: number; error?: TaskError; at: number }
+  | { type: "task.status"; queue: string; taskId: string; status: TaskStatus; attempt: number; at: number }
+  | { type: "worker.joined"; workerId: string; hostname?: string; queues: string[]; state?: WorkerState; at: number }
+  | { type: "worker.left"; workerId: string; reason: "stopped" | "dead"; at: number }
+  | { type: "worker.state"; workerId: string; state: WorkerState; reasons: NotReady[]; at: number }
+  | { type: "run.started"; runId: string; graph: string; at: number }
+  | { type: "run.finished"; runId: string; graph: string; status: string; at: number }
+  | { type: "watch.lagged"; dropped: number; at: number };

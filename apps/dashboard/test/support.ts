@@ -2,14 +2,15 @@
 // test's own, so a test never sees a stale dist), a real gateway serving it over the test env's
 // prefix with a token, and a real Chromium.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { createGateway, type Gateway } from "@flotilla/gateway";
 import type { TestEnv } from "@flotilla/testing";
+import type { WorkerOptions } from "@flotilla/worker";
 import { type Browser, chromium, type Page } from "playwright-core";
-import { afterAll, beforeAll, beforeEach } from "vitest";
+import { afterAll, beforeAll, beforeEach, expect } from "vitest";
 
 export const DASHBOARD_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
 export const TOKEN = "dashboard-test-admin-token";
@@ -37,8 +38,20 @@ export interface DashboardHarness {
   /** The gateway's address (`http://127.0.0.1:<port>`). */
   readonly url: string;
   readonly gateway: Gateway;
-  /** A new page (its own browser context) at the dashboard's `hash` route, signed in with `?token=`. */
-  open(hash?: string): Promise<Page>;
+  /** The dashboard's build, for another gateway to serve. */
+  readonly dist: string;
+  /**
+   * A new page (its own browser context) at the dashboard's `hash` route, signed in with `?token=`.
+   * `poll` sets the pages' fallback poll (ms): long, only the live feed can update a page in time;
+   * `base` opens it on another gateway than the harness's.
+   */
+  open(hash?: string, options?: { poll?: number; base?: string }): Promise<Page>;
+  /**
+   * A page on the live feed alone (no poll within the test), once it is live and has loaded
+   * `path` twice: its first load, and the one the feed asks for when it connects (what happened
+   * before is not replayed). From then on only the feed's events change what the page shows.
+   */
+  openLive(hash: string, path: string): Promise<Page>;
   /** `fetch` on the gateway's API with the token. */
   api(path: string, init?: RequestInit): Promise<Response>;
 }
@@ -78,10 +91,25 @@ export function useDashboard(env: TestEnv): DashboardHarness {
     get gateway() {
       return gateway!;
     },
-    async open(hash = "#/") {
+    get dist() {
+      return dist!;
+    },
+    async open(hash = "#/", options = {}) {
       const context = await browser!.newContext({ viewport: { width: 1280, height: 800 } });
       const page = await context.newPage();
-      await page.goto(`${url}/?token=${TOKEN}${hash}`);
+      await page.goto(`${options.base ?? url}/?token=${TOKEN}${options.poll ? `&poll=${options.poll}` : ""}${hash}`);
+      return page;
+    },
+    async openLive(hash, path) {
+      const context = await browser!.newContext({ viewport: { width: 1280, height: 800 } });
+      const page = await context.newPage();
+      let loads = 0;
+      page.on("response", (res) => {
+        if (new URL(res.url()).pathname === path && res.ok()) loads++;
+      });
+      await page.goto(`${url}/?token=${TOKEN}&poll=${NO_POLL}${hash}`);
+      await untilLive(page);
+      await expect.poll(() => loads, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
       return page;
     },
     api(path, init = {}) {
@@ -91,3 +119,31 @@ export function useDashboard(env: TestEnv): DashboardHarness {
 }
 
 export const taskHash = (taskId: string): string => `#/task/${encodeURIComponent(taskId)}`;
+
+/** Long enough that a page's own poll never comes within a test: what changes on it came from the live feed. */
+export const NO_POLL = 600_000;
+
+/** Waits until the page is on the live feed (the indicator says so). */
+export async function untilLive(page: Page): Promise<void> {
+  await page.locator('[data-testid="feed"][data-state="live"]').waitFor({ timeout: 10_000 });
+}
+
+/** What the graph tests use of @flotilla/graph. */
+export interface GraphPackage {
+  graphWorker(options: {
+    nodes: ReadonlyArray<{ type: string; execute: (inputs: never) => unknown }>;
+    handoffGraceMs?: number;
+    sweepIntervalMs?: number;
+  }): NonNullable<WorkerOptions["graph"]>;
+}
+
+/**
+ * @flotilla/graph, to serve a run's node types on a test worker. The dashboard does not depend on it
+ * (it sees runs only through the gateway), so it is loaded from where the gateway's client finds it:
+ * the same copy the gateway runs runs with.
+ */
+export async function loadGraphPackage(): Promise<GraphPackage> {
+  const client = realpathSync(join(DASHBOARD_DIR, "node_modules", "@flotilla", "client"));
+  const graph = realpathSync(join(client, "node_modules", "@flotilla", "graph"));
+  return (await import(pathToFileURL(join(graph, "src", "index.ts")).href)) as GraphPackage;
+}
