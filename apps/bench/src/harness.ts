@@ -48,17 +48,19 @@ export async function startWorkers(
     ).then(() => {});
   const stop = () => signalAll("SIGTERM");
   const kill9 = () => signalAll("SIGKILL");
-  /** CPU seconds the worker processes have used so far (Linux /proc). */
-  const cpuSeconds = () =>
-    children.reduce((sum, c) => {
-      try {
-        const fields = readFileSync(`/proc/${c.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-        return sum + (Number(fields[11]) + Number(fields[12])) / 100;
-      } catch {
-        return sum;
-      }
-    }, 0);
+  /** CPU seconds the worker processes have used so far. */
+  const cpuSeconds = () => children.reduce((sum, c) => sum + processCpuSeconds(c.pid), 0);
   return Object.assign(stop, { kill9, cpuSeconds });
+}
+
+/** CPU seconds (user + system) a live process has used so far (Linux /proc); 0 once it is gone. */
+export function processCpuSeconds(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
 }
 
 /** Commands Redis has executed (Lua's inner calls included), the CPU time its process used, and its memory. */

@@ -4,6 +4,7 @@ import { Queue, QueueEvents } from "bullmq";
 import { agentTaskBytes } from "./agent-task-bytes.ts";
 import { bus } from "./bus-scenario.ts";
 import { type BenchContext, drain, freshPrefix, noop } from "./drain.ts";
+import { fleet } from "./fleet-scenario.ts";
 import { gateway } from "./gateway-scenario.ts";
 import { graph } from "./graph-scenario.ts";
 import { bullConnection, commandStats, newAdmin, percentiles, ratio, redisFigures, type System, startWorkers, waitUntil } from "./harness.ts";
@@ -317,4 +318,4 @@ export async function profile(ctx: BenchContext) {
   return [{ scenario: "profile", tasks, flotilla: { ...result, commands: perTask }, note: "evalsha's µs include the commands its scripts run" }];
 }
 
-export const scenarios = { throughput, submit, latency, streaming, recovery, footprint, profile, graph, bus, gateway } as const;
+export const scenarios = { throughput, submit, latency, streaming, recovery, footprint, profile, graph, bus, gateway, fleet } as const;

@@ -99,6 +99,38 @@ describe("pnpm bench", () => {
     expect(r.gateway.cpuSeconds.gateway).toBeGreaterThan(0);
   }, 120_000);
 
+  it("fleet (--quick): a gated fleet drains every queue on a single Redis and on a 3-master cluster, for both systems", async () => {
+    const results = await bench("fleet", "--quick");
+    expect(results.map((r) => [r.scenario, r.redis, r.masters])).toEqual([
+      ["fleet", "single", 1],
+      ["fleet", "cluster", 3],
+    ]);
+    for (const r of results) {
+      expect(r).toMatchObject({ procs: 4, concurrency: 10, queues: 8, tasks: 4000 });
+      for (const run of [r.flotilla, r.flotillaRotated, r.bullmq]) {
+        // Every task ran (at least once) and nothing is left in any queue.
+        expect(run.tasksRun).toBeGreaterThanOrEqual(r.tasks);
+        expect(run.leftOver).toBe(0);
+        expect(run.tasksPerSec).toBeGreaterThan(0);
+        expect(run.tasksPerProcess.mean).toBeCloseTo(run.tasksRun / r.procs, 0);
+        expect(run.tasksPerProcess.min).toBeLessThanOrEqual(run.tasksPerProcess.max);
+        expect(Object.keys(run.queueDrainSeconds)).toHaveLength(r.queues);
+        for (const s of Object.values<number>(run.queueDrainSeconds)) expect(s).toBeLessThanOrEqual(run.seconds);
+        // One entry per master, each with its own CPU and commands.
+        expect(run.redisNodes).toHaveLength(r.masters);
+        for (const node of run.redisNodes) expect(node.cpuSeconds).toBeGreaterThanOrEqual(0);
+        expect(run.coresBusy.of).toBeGreaterThan(0);
+      }
+      expect(r.ratio).toBeCloseTo(r.flotilla.tasksPerSec / r.bullmq.tasksPerSec, 1);
+    }
+    const cluster = results[1];
+    // Every queue lives on one of the masters measured, and the masters' lists name each queue once.
+    const masters = cluster.flotilla.redisNodes.map((n: { node: string }) => n.node);
+    for (const p of Object.values<{ node: string }>(cluster.placement)) expect(masters).toContain(p.node);
+    expect(Object.values<string[]>(cluster.queuesPerMaster).flat().sort()).toEqual(Object.keys(cluster.placement).sort());
+    expect(cluster.scalingFromSingle.flotilla).toBeCloseTo(cluster.flotilla.tasksPerSec / results[0].flotilla.tasksPerSec, 1);
+  }, 120_000);
+
   it("refuses an unknown scenario", async () => {
     const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, "nonsense"], { stdio: "ignore" });
     expect(await new Promise((resolve) => child.on("exit", resolve))).toBe(2);
