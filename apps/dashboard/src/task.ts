@@ -7,6 +7,7 @@ import { duration, json, time } from "./format.ts";
 import { usePoll } from "./hooks.ts";
 import { isTerminal, type Task, type TaskEvent } from "./types.ts";
 import { ErrorNote, Status } from "./ui.ts";
+import { WaitingPanel } from "./waiting.ts";
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -136,6 +137,18 @@ export function TaskPage({ taskId }: { taskId: string }) {
             <button data-testid="retry" disabled=${busy || t.status !== "FAILED"} onClick=${() => act("retry")}>Retry</button>
           </div>
           ${action ? html`<p class=${action.ok ? "ok" : "error"} data-testid="action-result">${action.text}</p>` : null}
+          ${
+            t.status === "WAITING" && t.waiting
+              ? html`<${WaitingPanel}
+                  taskId=${taskId}
+                  waiting=${t.waiting}
+                  onResult=${(result: { ok: boolean; text: string }) => {
+                    setAction(result);
+                    task.refresh();
+                  }}
+                />`
+              : null
+          }
           <dl class="facts">
             <dt>created</dt><dd>${time(t.createdAt)}</dd>
             <dt>started</dt><dd>${time(t.startedAt)}</dd>

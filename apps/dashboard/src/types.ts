@@ -88,6 +88,17 @@ export interface Task {
   maxRetries: number;
   priority: string;
   seq: number;
+  /** What a WAITING task waits for: an approval of a tool call, a signal, or a rate limit. */
+  waiting?: Waiting;
+}
+
+export interface Waiting {
+  name: string;
+  kind: "approval" | "signal" | "rate-limit";
+  tool?: string;
+  args?: unknown;
+  request?: unknown;
+  timeoutAt?: number;
 }
 
 export interface TaskEvent {
