@@ -22,7 +22,7 @@ export interface NodeInstanceStatus extends Instance {
 export interface GraphRunStatus extends RunSummary {
   /** The graph the run was started with (its nodes, their `next`, fan-outs and joins): what a view draws the run on. */
   definition: Graph;
-  /** Every node instance, in the order the run created them. */
+  /** Every node instance: the graph's nodes in order (each after its predecessors), each node's instances by branch, then iteration. */
   nodes: NodeInstanceStatus[];
 }
 
@@ -121,6 +121,9 @@ export class GraphRunHandle {
       if (outputs[`!${key}`] !== undefined) out.error = parseJsonOr(outputs[`!${key}`], null) as JsonValue;
       return out;
     });
+    // Sorted here: Redis keeps a hash's fields in the order written only while it is small.
+    const rank = new Map(compiled.order.map((id, i) => [id, i]));
+    nodes.sort((a, b) => (rank.get(a.node) ?? rank.size) - (rank.get(b.node) ?? rank.size) || compareInstances(a, b));
     const open = nodes.filter((n) => n.status === "CREATED");
     const tasks = await engine.tasks.getMany(open.map((n) => n.taskId));
     open.forEach((n, i) => {

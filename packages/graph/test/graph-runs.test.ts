@@ -79,6 +79,8 @@ describe("graph runs on real workers", () => {
     ]);
     expect(nodes.filter((n) => n.node === "merge")).toHaveLength(1);
     expect(nodes.filter((n) => n.node === "proc" && n.status === "EXECUTED")).toHaveLength(100);
+    // In the graph's order, a fan-out's instances by branch (the run's hash of 200 fields is past the size Redis keeps in order).
+    expect(nodes.map((n) => `${n.node}${n.branch.join(".")}`)).toEqual(["split", ...Array.from({ length: 100 }, (_, k) => `proc${k}`), "merge"]);
   });
 
   it("a fan-out inside a fan-out, each with its own unites", async () => {
