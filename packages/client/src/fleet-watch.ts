@@ -57,13 +57,17 @@ interface QueueWatch {
   from: number;
   seenAtFrom: Set<string>;
   /**
-   * Until its first round of submissions is read: what moved before the channel was live is told
-   * from the records. `seqs` holds the last status event number told per task of that round, so
-   * nothing is told twice.
+   * Until its first round of submissions is read, the channel's events are held here: what the
+   * round's tasks did before the channel was live is told from their records, before and after
+   * what the channel said of them (see catchUp). Undefined once caught up.
    */
-  caughtUp: boolean;
-  seqs: Map<string, number>;
+  held: Array<{ event: TaskWatchEvent; seq: number }> | undefined;
+  /** For one round after: the round's tasks' record numbers, so a message that arrives late is not told twice. */
+  late: Map<string, number>;
 }
+
+type TaskWatchEvent = Extract<WatchEvent, { taskId: string }>;
+const ENDED = new Set(["COMPLETED", "FAILED", "CANCELLED"]);
 
 const RUNS_PER_ROUND = 100;
 const SUBMITS_PER_ROUND = 1000;
@@ -135,7 +139,7 @@ export class FleetWatch implements AsyncIterable<WatchEvent> {
     const hub = await this.src.hub();
     for (const queue of names) {
       if (this.queues.has(queue) || this.closed) continue;
-      const watch: QueueWatch = { unsubscribe: Promise.resolve(async () => {}), from: this.since, seenAtFrom: new Set(), caughtUp: false, seqs: new Map() };
+      const watch: QueueWatch = { unsubscribe: Promise.resolve(async () => {}), from: this.since, seenAtFrom: new Set(), held: [], late: new Map() };
       watch.unsubscribe = subscribeStatus(hub, this.src.keys, queue, (message) => this.onStatus(watch, message));
       this.queues.set(queue, watch);
       await watch.unsubscribe;
@@ -154,22 +158,23 @@ export class FleetWatch implements AsyncIterable<WatchEvent> {
       const parsed = FlotillaEventSchema.safeParse(raw);
       if (!parsed.success || parsed.data.type !== "status") continue;
       const e = parsed.data;
-      const told = queue.seqs.get(e.taskId);
-      if (told !== undefined && e.seq <= told) continue;
-      if (!queue.caughtUp || told !== undefined) queue.seqs.set(e.taskId, e.seq);
       const base = { queue: splitTaskId(e.taskId).queue, taskId: e.taskId, attempt: e.attempt, at: e.ts };
       const status = e.status.toUpperCase() as TaskStatus;
-      if (status === "RUNNING") this.emit({ type: "task.started", ...base, ...(e.workerId && { workerId: e.workerId }) });
-      else if (status === "COMPLETED" || status === "FAILED" || status === "CANCELLED") {
-        this.emit({ type: "task.finished", ...base, status, ...(e.error && { error: e.error }) });
-      } else this.emit({ type: "task.status", ...base, status });
+      const event: TaskWatchEvent =
+        status === "RUNNING"
+          ? { type: "task.started", ...base, ...(e.workerId && { workerId: e.workerId }) }
+          : status === "COMPLETED" || status === "FAILED" || status === "CANCELLED"
+            ? { type: "task.finished", ...base, status, ...(e.error && { error: e.error }) }
+            : { type: "task.status", ...base, status };
+      if (queue.held) queue.held.push({ event, seq: e.seq });
+      else if (e.seq > (queue.late.get(e.taskId) ?? 0)) this.emit(event);
     }
   }
 
   /** Tasks created since the last round: the index read forward from the newest time seen. */
   private async readSubmitted(queue: string): Promise<void> {
     const cursor = this.queues.get(queue)!;
-    if (cursor.caughtUp) cursor.seqs.clear();
+    if (!cursor.held) cursor.late.clear();
     const fresh: string[] = [];
     // Tasks of the same millisecond as the last one seen are read again and skipped by name.
     const created = await readCreatedSince(this.src.redis, this.src.keys, queue, cursor.from, cursor.seenAtFrom.size + SUBMITS_PER_ROUND);
@@ -183,32 +188,44 @@ export class FleetWatch implements AsyncIterable<WatchEvent> {
       this.emit({ type: "task.submitted", queue, taskId, at: createdAt });
       fresh.push(taskId);
     }
-    if (!cursor.caughtUp) await this.catchUp(queue, cursor, fresh);
+    if (cursor.held) await this.catchUp(queue, cursor, fresh);
   }
 
   /**
    * The first round of a queue: its channel went live after the watch began (a queue that appeared
-   * later, or the moment between the start and the subscription), so what its new tasks did before
-   * that is told from their records — unless the channel told it already.
+   * later, or the moment between the start and the subscription), so its new tasks may have moved
+   * before. For each, in order: its start from the record if the channel did not say it, what the
+   * channel said (held until now), then where the record stands if that is further on. Then the
+   * channel's events flow as they come.
    */
   private async catchUp(queue: string, cursor: QueueWatch, taskIds: string[]): Promise<void> {
     const records = await this.src.records(taskIds);
+    const held = cursor.held ?? [];
+    cursor.held = undefined;
+    const round = new Set(taskIds);
     for (const [i, r] of records.entries()) {
       const taskId = taskIds[i]!;
-      const told = cursor.seqs.get(taskId) ?? 0;
-      if (!r || r.seq <= told) continue;
-      cursor.seqs.set(taskId, r.seq);
+      const mine = held.filter((h) => h.event.taskId === taskId);
+      if (!r) {
+        for (const h of mine) this.emit(h.event);
+        continue;
+      }
+      const heard = mine.reduce((n, h) => Math.max(n, h.seq), 0);
       const base = { queue, taskId, attempt: r.attempt };
-      if (r.startedAt !== undefined && told === 0) this.emit({ type: "task.started", ...base, ...(r.workerId && { workerId: r.workerId }), at: r.startedAt });
-      if (r.status === "COMPLETED" || r.status === "FAILED" || r.status === "CANCELLED") {
-        this.emit({ type: "task.finished", ...base, status: r.status, ...(r.error && { error: r.error }), at: r.completedAt ?? Date.now() });
-      } else if (r.status !== "RUNNING" && r.status !== "PENDING") this.emit({ type: "task.status", ...base, status: r.status, at: Date.now() });
+      if (r.startedAt !== undefined && !mine.some((h) => h.event.type === "task.started")) {
+        this.emit({ type: "task.started", ...base, ...(r.workerId && { workerId: r.workerId }), at: r.startedAt });
+      }
+      for (const h of mine) this.emit(h.event);
+      if (r.seq > heard) {
+        if (ENDED.has(r.status)) {
+          const status = r.status as "COMPLETED" | "FAILED" | "CANCELLED";
+          this.emit({ type: "task.finished", ...base, status, ...(r.error && { error: r.error }), at: r.completedAt ?? Date.now() });
+        } else if (r.status !== "RUNNING" && r.status !== "PENDING") this.emit({ type: "task.status", ...base, status: r.status, at: Date.now() });
+      }
+      cursor.late.set(taskId, r.seq);
     }
-    // The round's tasks keep their numbers until the next round, so a message of the channel that
-    // arrives after its record was read is not told twice; then nothing is tracked.
-    const round = new Set(taskIds);
-    for (const id of cursor.seqs.keys()) if (!round.has(id)) cursor.seqs.delete(id);
-    cursor.caughtUp = true;
+    // Tasks from before the watch: what the channel said of them, as it said it.
+    for (const h of held) if (!round.has(h.event.taskId)) this.emit(h.event);
   }
 
   /** The live workers (of the queue watched), and every worker the fleet still lists (live or dead). */
