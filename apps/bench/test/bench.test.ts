@@ -131,6 +131,31 @@ describe("pnpm bench", () => {
     expect(cluster.scalingFromSingle.flotilla).toBeCloseTo(cluster.flotilla.tasksPerSec / results[0].flotilla.tasksPerSec, 1);
   }, 120_000);
 
+  it("tokens (--quick): every token of every paced task reaches its follower once and in order, for Flotilla and the plain peer", async () => {
+    const [r] = await bench("tokens", "--quick");
+    expect(r).toMatchObject({ scenario: "tokens", tasks: 100, tokensPerTask: 150, tokenIntervalMs: 20, workerProcs: 2, followerProcs: 2, targetP99Ms: 25 });
+    const tokens = r.tasks * r.tokensPerTask;
+    for (const run of [r.flotilla, r.plain]) {
+      expect(run.delivered).toMatchObject({ textEvents: tokens, expected: tokens, lost: 0, outOfOrder: 0, incompleteTasks: 0 });
+      // Every token timed at every step: the processes' samples joined token by token.
+      expect(run.latencyMs.samples).toBe(tokens);
+      for (const part of Object.values<{ samples: number }>(run.breakdownMs)) expect(part.samples).toBe(tokens);
+      const l = run.latencyMs;
+      expect([l.p50, l.p90, l.p99, l.p999, l.max]).toEqual([l.p50, l.p90, l.p99, l.p999, l.max].sort((a, b) => a - b));
+      expect(run.timeline.events.reduce((a: number, b: number) => a + b, 0)).toBe(tokens);
+      expect(run.eventsPerSec).toBeGreaterThan(0);
+      expect(run.tokensPerSecPerTask.min).toBeGreaterThan(0);
+      expect(run.eventLoopDelayMs.workers).toHaveLength(r.workerProcs);
+      expect(run.eventLoopDelayMs.followers).toHaveLength(r.followerProcs);
+      for (const side of ["workers", "redis", "followers"]) expect(run.cpuSeconds[side]).toBeGreaterThan(0);
+    }
+    // Flotilla's followers also get each task's running and completed status events.
+    expect(r.flotilla.delivered.allEvents).toBeGreaterThanOrEqual(tokens + 2 * r.tasks);
+    // The peer sends one XADD and one SPUBLISH per token, nothing else.
+    expect(r.plain.redisCommandsPerEvent).toBeCloseTo(2, 1);
+    expect(r.metTarget).toBe(r.flotilla.latencyMs.p99 <= r.targetP99Ms);
+  }, 120_000);
+
   it("refuses an unknown scenario", async () => {
     const child = spawn(process.execPath, ["--conditions=@flotilla/source", main, "nonsense"], { stdio: "ignore" });
     expect(await new Promise((resolve) => child.on("exit", resolve))).toBe(2);
