@@ -31,6 +31,9 @@ export interface PublisherOptions {
 /**
  * Publishes one attempt's events. Events emitted in the same tick go to Redis as one batch
  * (one script call, one Pub/Sub message) in the order emitted; the script fences on the attempt.
+ * One call is on its way at a time, and what is emitted meanwhile goes together as the next one
+ * (at most MAX_BATCH events a call): a task that emits faster than its round trips batches more,
+ * rather than queueing one call per tick behind each other.
  */
 export class EventPublisher {
   private readonly log: TaskEventLog;
@@ -38,7 +41,12 @@ export class EventPublisher {
   private buffer: string[] = [];
   private types: string[] = [];
   private scheduled = false;
+  /** Flushed events not yet sent (and their types, when counted): the next call takes them together. */
+  private queued: string[] = [];
+  private queuedTypes: string[] = [];
+  /** Sends the queued events, a call at a time, until none is left; resolves then. */
   private chain: Promise<void> = Promise.resolve();
+  private sending = false;
   private stale = false;
   private failure: unknown;
   private batches = 0;
@@ -86,20 +94,36 @@ export class EventPublisher {
     this.stale = true;
     this.buffer = [];
     this.types = [];
+    this.queued = [];
+    this.queuedTypes = [];
   }
 
   /** Sends what is buffered; resolves when every event emitted so far is in Redis. */
   flush(): Promise<void> {
     if (this.buffer.length > 0) {
-      const batch = this.buffer;
-      const types = this.types;
+      for (const body of this.buffer) this.queued.push(body);
+      for (const type of this.types) this.queuedTypes.push(type);
       this.buffer = [];
       this.types = [];
-      this.chain = this.chain.then(() => this.send(batch, types));
+      // A call on its way takes these next, in the same loop: the chain resolves once they are in.
+      if (!this.sending) this.chain = this.pump();
     }
     return this.chain.then(() => {
       if (this.failure) throw this.failure;
     });
+  }
+
+  private async pump(): Promise<void> {
+    this.sending = true;
+    try {
+      while (this.queued.length > 0) {
+        const batch = this.queued.splice(0, MAX_BATCH);
+        const types = this.queuedTypes.splice(0, batch.length);
+        await this.send(batch, types);
+      }
+    } finally {
+      this.sending = false;
+    }
   }
 
   private async send(batch: string[], types: string[]): Promise<void> {
@@ -144,6 +168,8 @@ export class EventPublisher {
   }
 }
 
+/** Events in one call at most: a backlog goes in calls of this size, one after another. */
+const MAX_BATCH = 1000;
 /** How long a batch is sent again while Redis cannot be reached, at most. */
 const RESEND_FOR_MS = 30_000;
 /** Pause before each resend: 50 ms, doubling to 1 s. */

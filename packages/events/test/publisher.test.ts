@@ -44,6 +44,37 @@ describe("EventPublisher", () => {
     ]);
   });
 
+  it("sends what is emitted while a call is on its way as the next call, together, in order", async () => {
+    const taskId = await runningTask();
+    const batches: number[] = [];
+    const p = publisher(taskId, { onPublished: (types) => batches.push(Object.values(types).reduce((a, b) => a + b, 0)) });
+    p.emit({ type: "text", delta: "0" });
+    const first = p.flush(); // on its way
+    // Five ticks' events while it is: not five calls queued behind it, one.
+    for (let i = 1; i <= 5; i++) {
+      p.emit({ type: "text", delta: String(i) });
+      p.flush();
+      expect(batches).toEqual([]);
+    }
+    await first;
+    await p.flush();
+    expect(batches).toEqual([1, 5]);
+    expect((await published(taskId)).map(([, d]) => d)).toEqual(["0", "1", "2", "3", "4", "5"]);
+  });
+
+  it("sends a backlog in calls of at most 1,000 events", async () => {
+    const taskId = await runningTask();
+    const batches: number[] = [];
+    const p = publisher(taskId, { onPublished: (types) => batches.push(types.text ?? 0) });
+    p.emit({ type: "text", delta: "first" });
+    const first = p.flush();
+    for (let i = 0; i < 2500; i++) p.emit({ type: "text", delta: "." });
+    await first;
+    await p.flush();
+    expect(batches).toEqual([1, 1000, 1000, 500]);
+    expect(p.published).toBe(2501);
+  });
+
   it("resolves flush at once when nothing was emitted, and sends nothing", async () => {
     const taskId = await runningTask();
     let calls = 0;
