@@ -1,3 +1,4 @@
+export { logSink, readAlerts, redisStreamSink, webhookSink } from "./alert-sinks.ts";
 export {
   type AlertEvent,
   AlertManager,
@@ -6,12 +7,8 @@ export {
   type AlertSink,
   type AlertThresholds,
   defaultRules,
-  logSink,
   type RuleVerdict,
-  readAlerts,
-  redisStreamSink,
   type Severity,
-  webhookSink,
 } from "./alerts.ts";
 export { type QueueState, readFleetFigures } from "./fleet-figures.ts";
 export {

@@ -5,6 +5,7 @@ import type { StartReply, TaskStore } from "@flotilla/store";
 import { BlockedRead } from "./blocked-read.ts";
 import { type InFlight, laneKey } from "./in-flight.ts";
 import { laneOrder } from "./lane-order.ts";
+import { queuesInTurn } from "./queue-turns.ts";
 import type { Readiness } from "./readiness.ts";
 import type { RedisLink } from "./redis-link.ts";
 
@@ -132,19 +133,6 @@ export class ClaimScheduler {
     return laneOrder(this.round++, this.opts.fairnessEvery);
   }
 
-  /**
-   * The queues, starting one further each round. A round fills its free slots from the first queue
-   * that has work, so a fixed order would drain the queues one after another — a backlog in the
-   * first holding every other back, and a fleet with the same list working one queue (one cluster
-   * master) at a time.
-   */
-  private rotatedQueues(): readonly string[] {
-    const queues = this.opts.queues;
-    if (queues.length < 2) return queues;
-    const first = this.firstQueue++ % queues.length;
-    return [...queues.slice(first), ...queues.slice(0, first)];
-  }
-
   private async run(): Promise<void> {
     let failures = 0;
     // Groups made again since the last claim that worked: the first time, claim again at once; a
@@ -254,7 +242,7 @@ export class ClaimScheduler {
       const order = this.nextOrder();
       let started = 0;
       const failed: unknown[] = [];
-      for (const queue of this.rotatedQueues()) {
+      for (const queue of queuesInTurn(this.opts.queues, this.firstQueue++)) {
         if (free - started <= 0) break;
         let replies: StartReply[];
         const sentAt = performance.now();
