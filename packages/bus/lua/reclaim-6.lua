@@ -7,7 +7,9 @@
   time. Scans the pending list from `cursor` like XAUTOCLAIM, looking at up to ten times `count`
   lapsed events and taking up to `count`; returns where the next scan goes on ('0-0': the end), so
   a caller covers the whole pending list. Each delivery taken counts one (XCLAIM, and the
-  group's `delivered` counter).
+  group's `delivered` counter); each lapsed one taken also counts one `reclaimed` (the group's
+  counter and the metrics stream), and the reply says how many those were, so the caller's
+  OpenTelemetry counter tells takeovers from retries.
 
   Input:
     KEYS[1] the topic's stream
@@ -25,7 +27,9 @@
     ARGV[7] metrics' maxLen
 
   Returns:
-    { next cursor, { { id, fields, deliveries, last error JSON or false }, ... } }
+    { next cursor, { { id, fields, deliveries, last error JSON or false }, ... }, reclaimed }
+    the events taken: the due retries first, then the lapsed ones; reclaimed: how many of them
+    were lapsed (the last `reclaimed` of the list)
     the error NOGROUP when the group does not exist
 ]]
 --- @include "noteDelivery"
@@ -54,11 +58,15 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', retries, '-inf', now, 'LIMIT', 0
   end
 end
 
+local reclaimed = 0
 local function done(next)
   if #taken > 0 then
     redis.call('HINCRBY', stats, group .. ':delivered', #taken)
   end
-  return { next, taken }
+  if reclaimed > 0 then
+    redis.call('HINCRBY', stats, group .. ':reclaimed', reclaimed)
+  end
+  return { next, taken, reclaimed }
 end
 
 if #pending == 0 then
@@ -79,7 +87,7 @@ for i, p in ipairs(pending) do
   local threshold = math.max(leaseMs, tonumber(held[i] or '') or 0)
   if idle >= threshold and not redis.call('ZSCORE', retries, id) then
     if take(id, threshold, p[4]) then
-      redis.call('HINCRBY', stats, group .. ':reclaimed', 1)
+      reclaimed = reclaimed + 1
       noteDelivery(metrics, metricsMaxLen, 'reclaimed', group, consumer, id, p[4] + 1)
     end
   end

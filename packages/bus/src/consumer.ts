@@ -103,6 +103,8 @@ export class GroupConsumer {
   async start(): Promise<void> {
     await this.makeGroup();
     await this.deps.redis.sadd(this.deps.keys.topics(), this.sub.topic);
+    // The gauges show the backlog found at start (after a restart it can be large), not zeros until the first upkeep.
+    await this.readFigures().catch((err) => this.deps.logger.warn("could not read the subscription's lag and pending count", { err, ...this.attrs }));
     this.running = true;
     this.reader = this.deps.blocking();
     this.loop = this.readLoop();
@@ -254,6 +256,8 @@ export class GroupConsumer {
     const final = reason !== "" || deliveries > maxRetries;
     if (final && !deadLetter) {
       this.deps.logger.warn("event dropped after its last delivery failed (deadLetter: false)", { ...this.attrs, event: id, error: error.message });
+      // Failed for good all the same: a requester is told now rather than timing out (before the ack, as a handled event's reply).
+      if (event) await this.deps.replier.replyError(event, this.group, error).catch(() => {});
       return this.acker.ack(id, true);
     }
     const dueAt = Date.now() + backoffDelay(this.sub.options.backoff ?? DEFAULT_BACKOFF, deliveries - 1);
@@ -314,15 +318,17 @@ export class GroupConsumer {
         // At most CHUNK / 10 per call: the script looks at ten times as many pending entries (unpack's limit).
         const free = Math.min(CHUNK / 10, this.sub.options.concurrency - this.held.size);
         if (free <= 0) return;
-        const [next, taken] = (await scripts.reclaim.run(
+        // `reclaimed` of those taken were a lapsed holder's (the rest: due retries).
+        const [next, taken, reclaimed] = (await scripts.reclaim.run(
           this.deps.redis,
           [this.k.stream, this.k.retries, this.k.errors, this.k.leases, this.k.stats, this.k.metrics],
           [this.group, this.deps.consumer, this.leaseMs, free, cursor, Date.now(), this.deps.tuning.metricsMaxLen],
-        )) as [string, Array<[string, string[], number, string | null]>];
+        )) as [string, Array<[string, string[], number, string | null]>, number];
         for (const [id, fields, deliveries, lastError] of taken) {
           this.dispatch(id, fields, deliveries, lastError ? (JSON.parse(lastError) as TaskError) : undefined);
         }
         if (taken.length > 0) this.deps.metrics.add(METRICS.busDelivered, taken.length, this.attrs);
+        if (reclaimed > 0) this.deps.metrics.add(METRICS.busReclaimed, reclaimed, this.attrs);
         cursor = next;
       } while (cursor !== "0-0" && this.running);
     } catch (err) {
@@ -338,7 +344,12 @@ export class GroupConsumer {
     const { redis, consumer, tuning } = this.deps;
     await scripts.trim.run(redis, [this.k.stream, this.k.hint], [tuning.maxLen]);
     await scripts.pruneConsumers.run(redis, [this.k.stream, this.k.leases], [this.group, Math.max(PRUNE_IDLE_MS, this.leaseMs * 10), consumer]);
-    const groups = (await redis.xinfo("GROUPS", this.k.stream)) as unknown[][];
+    await this.readFigures();
+  }
+
+  /** Reads the group's lag and pending count (XINFO GROUPS) for the gauges. */
+  private async readFigures(): Promise<void> {
+    const groups = (await this.deps.redis.xinfo("GROUPS", this.k.stream)) as unknown[][];
     for (const g of groups) {
       const info = fieldsOf(g);
       if (info.name === this.group) this.figures = { lag: Number(info.lag ?? 0), pending: Number(info.pending ?? 0) };

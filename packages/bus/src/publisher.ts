@@ -1,4 +1,4 @@
-import { ErrorCodes, FlotillaError, type JsonValue, type Keys, parseInput, ValidationError } from "@flotilla/core";
+import { checkJsonDepth, DEFAULTS, ErrorCodes, FlotillaError, type JsonValue, type Keys, parseInput, ValidationError } from "@flotilla/core";
 import { pipelineBySlot } from "@flotilla/core/redis";
 import { type FlotillaMetrics, METRICS } from "@flotilla/metrics";
 import type { Redis } from "ioredis";
@@ -29,7 +29,7 @@ interface Encoded {
 }
 
 /**
- * Writes events: validates them (topic name, JSON payload within the size cap, options), then one
+ * Writes events: validates them (topic name, JSON payload within the size and depth caps, options), then one
  * publish script call per topic, all in one round trip. Knows which topics it registered in the
  * topic set, so listing costs a publish nothing after the first.
  */
@@ -88,6 +88,9 @@ export class Publisher {
     if (!topic.success)
       throw ValidationError.of("publish", where("topic"), `invalid topic "${String(item.topic)}": use letters, digits and _ . - only, at most 64`);
     const options = parseInput(PublishOptionsSchema, item.options ?? {}, "publish options");
+    // Consumers dead-letter a payload nested deeper than this as MALFORMED_EVENT (decodeEvent): refused
+    // here instead, before anything is written; checked before JSON.stringify, which overflows the stack on a deep enough one.
+    checkJsonDepth(item.payload, DEFAULTS.maxJsonDepth, where("payload"));
     let payload: string | undefined;
     try {
       payload = JSON.stringify(item.payload);

@@ -1,4 +1,4 @@
-import { ErrorCodes } from "@flotilla/core";
+import { ErrorCodes, type JsonValue } from "@flotilla/core";
 import { createTestEnv, type TestEnv, waitFor } from "@flotilla/testing";
 import type { Worker } from "@flotilla/worker";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -27,6 +27,13 @@ function counting(hash: string, field: (payload: { n: number }) => string = (p) 
     await env.redis.hincrby(`${env.prefix}:${hash}`, field(event.payload as { n: number }), 1);
     return { seen: (event.payload as { n: number }).n };
   };
+}
+
+/** A payload of `levels` nested arrays around a 0. */
+function nested(levels: number): JsonValue {
+  let value: JsonValue = 0;
+  for (let i = 0; i < levels; i++) value = [value];
+  return value;
 }
 
 const counts = async (hash: string) => Object.values(await env.redis.hgetall(`${env.prefix}:${hash}`)).map(Number);
@@ -58,7 +65,18 @@ describe("publish", () => {
     });
     await expect(bus.publish("orders.created", { n: 6 }, { replyTo: "no spaces allowed" })).rejects.toMatchObject({ code: ErrorCodes.VALIDATION });
     await expect(bus.publish("orders.created", { big: "x".repeat(1_100_000) })).rejects.toMatchObject({ code: ErrorCodes.EVENT_TOO_LARGE });
+    // Nested deeper than a consumer reads (maxJsonDepth, 128 levels): refused here, not dead-lettered as MALFORMED_EVENT later.
+    await expect(bus.publish("orders.created", nested(200))).rejects.toMatchObject({ code: ErrorCodes.VALIDATION, field: "payload" });
+    await expect(
+      bus.publishMany([
+        { topic: "orders.paid", payload: { n: 7 } },
+        { topic: "orders.created", payload: { deep: nested(200) } },
+      ]),
+    ).rejects.toMatchObject({ code: ErrorCodes.VALIDATION, field: "items.1.payload" });
     expect(await env.redis.xlen(env.keys.topic("orders.created"))).toBe(3);
+    expect(await env.redis.xlen(env.keys.topic("orders.paid"))).toBe(1);
+    // At the limit is fine.
+    await expect(bus.publish("orders.deep", nested(128))).resolves.toMatch(/^\d+-\d+$/);
   });
 
   it("an idempotency key publishes once within its window and returns the first id", async () => {
@@ -75,8 +93,14 @@ describe("publish", () => {
 describe("subscriptions", () => {
   it("two subscriptions on a topic each get all 1,000 events; three consumers of one subscription split them with none handled twice", async () => {
     const splitters = ["s-1", "s-2", "s-3"];
+    const countSplit = counting("split");
+    // Also counts who handled each event (ctx.consumer: the worker id).
+    const split: Handler = async (event, ctx) => {
+      await env.redis.hincrby(`${env.prefix}:split-by`, ctx.consumer, 1);
+      return countSplit(event, ctx);
+    };
     for (const id of splitters) {
-      await serve({ subscriptions: [subscribe("load", counting("split"), { name: "split", concurrency: 20 })], webhooks: false }, id);
+      await serve({ subscriptions: [subscribe("load", split, { name: "split", concurrency: 20 })], webhooks: false }, id);
     }
     await serve({ subscriptions: [subscribe("load", counting("audit"), { name: "audit", concurrency: 50 })], webhooks: false });
     const n = 1000;
@@ -89,7 +113,11 @@ describe("subscriptions", () => {
     const groups = await bus.groups("load");
     expect(groups.map((g) => g.name).sort()).toEqual(["audit", "split"]);
     expect(groups.find((g) => g.name === "split")).toMatchObject({ consumers: 3, lag: 0, counts: { delivered: n, acked: n, dead: 0 } });
-    // The three consumers shared the work (each took some).
+    // The three consumers shared the work: each handled some.
+    const by = await env.redis.hgetall(`${env.prefix}:split-by`);
+    expect(Object.keys(by).sort()).toEqual(splitters);
+    expect(Object.values(by).every((c) => Number(c) >= 1)).toBe(true);
+    expect(Object.values(by).reduce((sum, c) => sum + Number(c), 0)).toBe(n);
     const perConsumer = (await env.redis.xinfo("CONSUMERS", env.keys.topic("load"), "split")) as unknown[][];
     expect(perConsumer).toHaveLength(3);
     // The heartbeats list what each worker serves.

@@ -1,9 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { FlotillaMetrics, METRICS } from "@flotilla/metrics";
 import { testRedisEnv, waitFor } from "@flotilla/testing";
 import { afterEach, describe, expect, it } from "vitest";
-import { subscribe } from "../src/index.ts";
+import { busWorker, subscribe } from "../src/index.ts";
+import { CRASH_GROUP, CRASH_TOPIC, crashSubscription } from "./fixtures/crash-subscription.ts";
 import { useBus } from "./helpers.ts";
 
 const fixture = fileURLToPath(new URL("./fixtures/bus-worker-process.ts", import.meta.url));
@@ -31,8 +33,13 @@ describe("consumers that die and consumers that are slow", () => {
     // The victim holds 5 (its concurrency) and never finishes them.
     await waitFor(async () => Object.keys(await t.counts("started")).length === 5, { timeoutMs: 10_000 });
     victim.kill("SIGKILL");
-    const survivor = startProcess("survivor", { HANDLE_MS: "50" });
-    void survivor;
+    // The survivor runs here, with metrics of its own to read: the same subscription as the victim's.
+    const metrics = new FlotillaMetrics();
+    await t.env.worker({
+      workerId: "survivor",
+      metrics,
+      bus: busWorker({ webhooks: false, subscriptions: [crashSubscription(t.env.redis, t.env.prefix, { handleMs: 50, leaseMs: 1000 })] }),
+    });
     await waitFor(async () => Object.keys(await t.counts("done")).length === 12, { timeoutMs: 30_000 });
     const started = await t.counts("started");
     const done = await t.counts("done");
@@ -42,6 +49,43 @@ describe("consumers that die and consumers that are slow", () => {
     expect(Object.values(started).filter((c) => c === 1)).toHaveLength(7);
     await waitFor(async () => (await t.bus.groups("crash"))[0]?.pending === 0, { timeoutMs: 10_000 });
     expect((await t.bus.groups("crash"))[0]!.counts).toMatchObject({ reclaimed: 5, acked: 12, dead: 0 });
+    // The OpenTelemetry counters agree: five taken over from the victim, twelve delivered to the survivor (the victim's five again and seven new).
+    const attrs = { topic: CRASH_TOPIC, group: CRASH_GROUP };
+    expect(metrics.total(METRICS.busReclaimed, attrs)).toBe(5);
+    expect(metrics.total(METRICS.busDelivered, attrs)).toBe(12);
+  }, 60_000);
+
+  it("a dead consumer's 300 deliveries, behind a live holder's 120 and more than a reclaim scan reads: the cursor pages through the whole list; each is handled once", async () => {
+    const stream = t.env.keys.topic("backlog");
+    await t.env.redis.xgroup("CREATE", stream, "g", "0", "MKSTREAM");
+    await t.bus.publishMany(Array.from({ length: 420 }, (_, n) => ({ topic: "backlog", payload: { n } })));
+    // The first 120 are delivered to a consumer whose lease is an hour (alive: they never lapse in this
+    // test), the next 300 to one that died holding them (its lease 200 ms, long since lapsed).
+    await t.env.redis.xreadgroup("GROUP", "g", "alive", "COUNT", 120, "STREAMS", stream, ">");
+    await t.env.redis.xreadgroup("GROUP", "g", "dead", "COUNT", 300, "STREAMS", stream, ">");
+    await t.env.redis.hset(t.env.keys.topicLeases("backlog", "g"), "alive", 3_600_000, "dead", 200);
+    const metrics = new FlotillaMetrics();
+    // Concurrency 10: a reclaim call takes at most 10 and scans at most 100 pending entries, fewer than
+    // the live holder's 120 at the head of the list; only a cursor that goes on reaches the dead one's.
+    // (A lease of 500 ms: reclaims every 250 ms; the heir's own deliveries, renewed, never lapse.)
+    await t.env.worker({
+      workerId: "heir",
+      metrics,
+      bus: busWorker({ webhooks: false, subscriptions: [subscribe("backlog", t.counting("handled"), { name: "g", concurrency: 10, reclaimAfterMs: 500 })] }),
+    });
+    await waitFor(async () => Object.keys(await t.counts("handled")).length >= 300, { timeoutMs: 45_000 });
+    await waitFor(async () => (await t.bus.groups("backlog"))[0]?.counts.acked === 300, { timeoutMs: 10_000 });
+    const handled = await t.counts("handled");
+    // The dead consumer's 300 (n 120…419), each exactly once; none of the live holder's.
+    expect(
+      Object.keys(handled)
+        .map(Number)
+        .sort((a, b) => a - b),
+    ).toEqual(Array.from({ length: 300 }, (_, i) => 120 + i));
+    expect(Object.values(handled).every((c) => c === 1)).toBe(true);
+    expect(await t.env.redis.xpending(stream, "g")).toEqual([120, expect.any(String), expect.any(String), [["alive", "120"]]]);
+    expect((await t.bus.groups("backlog"))[0]!.counts).toMatchObject({ reclaimed: 300, acked: 300 });
+    expect(metrics.total(METRICS.busReclaimed, { topic: "backlog", group: "g" })).toBe(300);
   }, 60_000);
 
   it("a slow but live consumer (a handler running 3x its lease) keeps its deliveries: another consumer never takes them", async () => {

@@ -10,6 +10,7 @@ const fast = { delayMs: 50, maxDelayMs: 50, jitter: 0 };
 describe("failed deliveries", () => {
   it("a throwing handler is delivered maxRetries + 1 times, with the count and the last error, then dead-lettered with the reason; good events keep flowing", async () => {
     const seen: Array<{ n: number; delivery: number; last?: string }> = [];
+    const publishedAt = new Map<number, number[]>();
     await t.serve({
       subscriptions: [
         subscribe(
@@ -17,6 +18,7 @@ describe("failed deliveries", () => {
           async (event, ctx) => {
             const n = (event.payload as { n: number }).n;
             seen.push({ n, delivery: ctx.deliveryCount, ...(ctx.lastError && { last: ctx.lastError.message }) });
+            publishedAt.set(n, [...(publishedAt.get(n) ?? []), ctx.publishedAt]);
             if (n === 0) throw new Error(`boom ${ctx.deliveryCount}`);
             return { ok: n };
           },
@@ -24,8 +26,13 @@ describe("failed deliveries", () => {
         ),
       ],
     });
-    await t.bus.publishMany([0, 1, 2].map((n) => ({ topic: "jobs", payload: { n } })));
+    const before = Date.now();
+    const ids = await t.bus.publishMany([0, 1, 2].map((n) => ({ topic: "jobs", payload: { n } })));
     await waitFor(async () => (await t.bus.deadLetters.list("jobs", "worker")).length === 1, { timeoutMs: 10_000 });
+    // ctx.publishedAt is the publish time (the id's, Redis's clock), on every delivery, redeliveries too.
+    expect([...publishedAt.keys()].sort()).toEqual([0, 1, 2]);
+    for (const [n, times] of publishedAt) expect(times).toEqual(times.map(() => Number(ids[n]!.split("-")[0])));
+    expect(Math.abs(publishedAt.get(0)![0]! - before)).toBeLessThan(5000);
     expect(seen.filter((s) => s.n === 0)).toEqual([
       { n: 0, delivery: 1 },
       { n: 0, delivery: 2, last: "boom 1" },
@@ -61,6 +68,36 @@ describe("failed deliveries", () => {
     // Settled on its second delivery: its last error goes with it.
     await waitFor(async () => (await t.bus.groups("patient"))[0]?.counts.acked === 1);
     expect(await t.env.redis.hlen(t.env.keys.topicErrors("patient", "p"))).toBe(0);
+  });
+
+  it("deadLetter: false acknowledges and drops an event that failed for good (after maxRetries, or unrecoverable): nothing in the dead letters; a requester still gets the error", async () => {
+    const deliveries: Record<number, number[]> = {};
+    await t.serve({
+      subscriptions: [
+        subscribe(
+          "droppy",
+          async (event, ctx) => {
+            const n = (event.payload as { n: number }).n;
+            deliveries[n] = [...(deliveries[n] ?? []), ctx.deliveryCount];
+            if (n === 0) throw new Error("always");
+            if (n === 1) throw new UnrecoverableError("never");
+            await t.env.redis.hincrby(`${t.env.prefix}:ok`, String(n), 1);
+            return null;
+          },
+          { name: "d", maxRetries: 2, backoff: fast, deadLetter: false },
+        ),
+      ],
+    });
+    await t.bus.publishMany([0, 1, 2, 3].map((n) => ({ topic: "droppy", payload: { n } })));
+    await waitFor(async () => (await t.bus.groups("droppy"))[0]?.counts.acked === 4, { timeoutMs: 10_000 });
+    expect(deliveries).toEqual({ 0: [1, 2, 3], 1: [1], 2: [1], 3: [1] });
+    expect(await t.counts("ok")).toEqual({ 2: 1, 3: 1 });
+    expect(await t.bus.deadLetters.list("droppy", "d")).toEqual([]);
+    expect((await t.bus.groups("droppy"))[0]).toMatchObject({ pending: 0, retrying: 0, deadLetters: 0, counts: { acked: 4, retried: 2, dead: 0 } });
+    expect(await t.env.redis.hlen(t.env.keys.topicErrors("droppy", "d"))).toBe(0);
+    expect(await t.env.redis.zcard(t.env.keys.topicRetries("droppy", "d"))).toBe(0);
+    // Dropped, but failed for good all the same: request() rejects with the error instead of timing out.
+    await expect(t.bus.request("droppy", { n: 1 }, { timeoutMs: 10_000 })).rejects.toMatchObject({ code: ErrorCodes.UNRECOVERABLE });
   });
 
   it("an UnrecoverableError and a malformed entry written raw go to the dead letters at once, with their reasons", async () => {

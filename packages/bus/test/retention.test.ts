@@ -1,5 +1,5 @@
 import { ErrorCodes } from "@flotilla/core";
-import { defaultMetrics, FlotillaMetrics, METRICS } from "@flotilla/metrics";
+import { attributeKey, defaultMetrics, FlotillaMetrics, METRICS } from "@flotilla/metrics";
 import { waitFor } from "@flotilla/testing";
 import { describe, expect, it } from "vitest";
 import { Bus, busWorker, subscribe } from "../src/index.ts";
@@ -41,7 +41,7 @@ describe("bounded topics", () => {
     }
   });
 
-  it("counts and gauges per topic and subscription reach OpenTelemetry instruments; notable deliveries go to the capped metrics stream", async () => {
+  it("counts per topic and subscription reach OpenTelemetry instruments; notable deliveries go to the capped metrics stream", async () => {
     const metrics = new FlotillaMetrics();
     await t.env.worker({
       metrics,
@@ -65,6 +65,8 @@ describe("bounded topics", () => {
     await waitFor(() => metrics.total(METRICS.busAcked, attrs) === 2);
     expect(metrics.total(METRICS.busDelivered, attrs)).toBe(4);
     expect(metrics.total(METRICS.busRetried, attrs)).toBe(1);
+    // The retry was taken by the reclaim script too, but from the retries, not from a lapsed holder: no takeover.
+    expect(metrics.total(METRICS.busReclaimed, attrs)).toBe(0);
     // Published by the test's Bus, on the shared default metrics.
     expect(defaultMetrics().total(METRICS.busPublished, { topic: "observed" })).toBeGreaterThanOrEqual(3);
     expect(metrics.total(METRICS.busDeadLettered, attrs)).toBe(1);
@@ -78,6 +80,29 @@ describe("bounded topics", () => {
     const notable = (await t.env.redis.xrange(t.env.keys.topicMetrics("observed"), "-", "+")) as Array<[string, string[]]>;
     expect(notable.map(([, f]) => f[1])).toEqual(["retried", "dead"]);
   });
+
+  it("the lag and pending gauges show a subscription's backlog from its worker's start (unread events, in-flight deliveries) and follow it down to 0", async () => {
+    const stream = t.env.keys.topic("backlogged");
+    await t.env.redis.xgroup("CREATE", stream, "g", "0", "MKSTREAM");
+    await t.bus.publishMany(Array.from({ length: 5 }, (_, n) => ({ topic: "backlogged", payload: { n } })));
+    // Two in flight at a consumer that then dies (taken over after the lease), three not yet read.
+    await t.env.redis.xreadgroup("GROUP", "g", "gone", "COUNT", 2, "STREAMS", stream, ">");
+    const metrics = new FlotillaMetrics();
+    await t.env.worker({
+      metrics,
+      bus: busWorker({ webhooks: false, subscriptions: [subscribe("backlogged", t.counting("handled"), { name: "g", reclaimAfterMs: 500 })] }),
+    });
+    const key = attributeKey({ topic: "backlogged", group: "g" });
+    const gauges = () => {
+      const { gauges: g } = metrics.snapshot();
+      return { lag: g[METRICS.busLag]?.[key], pending: g[METRICS.busPending]?.[key] };
+    };
+    // As read when the worker started, before its consumer read anything.
+    expect(gauges()).toEqual({ lag: 3, pending: 2 });
+    await waitFor(async () => Object.keys(await t.counts("handled")).length === 5, { timeoutMs: 10_000 });
+    // Read again by the upkeep (every 10 s).
+    await waitFor(() => gauges().lag === 0 && gauges().pending === 0, { timeoutMs: 25_000 });
+  }, 45_000);
 
   it("bad names and limits are typed errors", async () => {
     expect(() => subscribe("bad topic", () => null, { name: "x" })).toThrow(expect.objectContaining({ code: ErrorCodes.VALIDATION }));
