@@ -67,6 +67,12 @@ export async function post<T>(path: string, body?: unknown): Promise<T> {
   return (await res.json()) as T;
 }
 
+export async function del<T>(path: string): Promise<T> {
+  const res = await fetch(path, { method: "DELETE", headers: headers() });
+  if (!res.ok) throw await failure(res);
+  return (await res.json()) as T;
+}
+
 /** A task's path: its id with the slash encoded, as the API takes it. */
 export const taskPath = (taskId: string, rest = ""): string => `/v1/tasks/${encodeURIComponent(taskId)}${rest}`;
 

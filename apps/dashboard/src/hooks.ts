@@ -15,6 +15,8 @@ export interface PollOptions {
    * asked for within REFETCH_GAP_MS of the last are one. A `resync` (events missed) always reloads.
    */
   live?: (event: LiveEvent) => boolean;
+  /** Poll this often whatever the feed's state: for what the feed does not carry at all (the event bus). */
+  everyMs?: number;
 }
 
 /**
@@ -30,6 +32,8 @@ export function usePoll<T>(load: (signal: AbortSignal) => Promise<T>, deps: read
   loadRef.current = load;
   const liveRef = useRef(options.live);
   liveRef.current = options.live;
+  const everyRef = useRef(options.everyMs);
+  everyRef.current = options.everyMs;
   // Reloads when the caller's deps change, and on refresh() (tick).
   useEffect(() => {
     const ac = new AbortController();
@@ -46,7 +50,7 @@ export function usePoll<T>(load: (signal: AbortSignal) => Promise<T>, deps: read
       clearTimeout(timer);
       timer = setTimeout(run, Math.max(0, when - Date.now()));
     };
-    const pollMs = () => (feed.current === "live" ? FALLBACK_POLL_MS : OFFLINE_POLL_MS);
+    const pollMs = () => everyRef.current ?? (feed.current === "live" ? FALLBACK_POLL_MS : OFFLINE_POLL_MS);
     const run = async () => {
       due = Number.POSITIVE_INFINITY;
       loading = true;

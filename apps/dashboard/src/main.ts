@@ -3,6 +3,7 @@ import { html } from "htm/preact";
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { adoptTokenFromUrl, getToken, onUnauthorized, setToken } from "./api.ts";
+import { BusDeadLetters } from "./bus-dead-letters.ts";
 import { DeadLetters } from "./dead-letters.ts";
 import { useFeedStatus } from "./hooks.ts";
 import { type FeedStatus, feed } from "./live.ts";
@@ -11,6 +12,8 @@ import { type Route, useRoute } from "./router.ts";
 import { RunPage, Runs } from "./runs.ts";
 import { TaskPage } from "./task.ts";
 import { Tasks } from "./tasks.ts";
+import { TopicPage } from "./topic.ts";
+import { Topics } from "./topics.ts";
 import { WorkersPage } from "./workers.ts";
 
 const NAV: ReadonlyArray<[href: string, label: string, section: string]> = [
@@ -19,10 +22,11 @@ const NAV: ReadonlyArray<[href: string, label: string, section: string]> = [
   ["#/workers", "Workers", "workers"],
   ["#/dead-letters", "Dead letters", "dead-letters"],
   ["#/runs", "Graph runs", "runs"],
+  ["#/topics", "Topics", "topics"],
 ];
 
 function page({ parts, query }: Route) {
-  const [section = "", arg] = parts;
+  const [section = "", arg, sub] = parts;
   const status = query.get("status") ?? undefined;
   switch (section) {
     case "":
@@ -39,6 +43,9 @@ function page({ parts, query }: Route) {
       return html`<${DeadLetters} queue=${arg} />`;
     case "runs":
       return arg ? html`<${RunPage} key=${arg} runId=${arg} />` : html`<${Runs} />`;
+    case "topics":
+      if (arg && sub) return html`<${BusDeadLetters} key=${`${arg}/${sub}`} topic=${arg} subscription=${sub} />`;
+      return arg ? html`<${TopicPage} key=${arg} topic=${arg} />` : html`<${Topics} />`;
     default:
       return html`<p>No page here. <a href="#/">Overview</a></p>`;
   }

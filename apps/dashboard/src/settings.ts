@@ -13,3 +13,6 @@ function readPollMs(fallback: number): number {
   const value = Number(new URL(window.location.href).searchParams.get("poll"));
   return Number.isFinite(value) && value >= 1000 ? value : fallback;
 }
+
+/** The event bus is not on the live feed: its pages poll as every page did before the feed existed. */
+export const BUS_POLL_MS = 2_000;

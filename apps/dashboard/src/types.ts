@@ -174,3 +174,52 @@ export type LiveEvent =
   | { type: "run.started"; runId: string; graph: string; at: number }
   | { type: "run.finished"; runId: string; graph: string; status: string; at: number }
   | { type: "watch.lagged"; dropped: number; at: number };
+
+/** A bus subscription (its consumer group on a topic), as `GET /v1/topics` shows it. */
+export interface BusSubscription {
+  name: string;
+  consumers: number;
+  pending: number;
+  /** Events not yet delivered to it; null when Redis cannot tell. */
+  lag: number | null;
+  lastDeliveredId: string;
+  retrying: number;
+  deadLetters: number;
+  counts: { delivered: number; acked: number; retried: number; reclaimed: number; dead: number };
+}
+
+export interface TopicStats {
+  topic: string;
+  /** Events the stream holds now. */
+  length: number;
+  published: number;
+  groups: BusSubscription[];
+}
+
+/** An entry of a topic: an event, or one the bus cannot read (`malformed` says why). */
+export type BusEvent =
+  | {
+      id: string;
+      topic: string;
+      payload: unknown;
+      publishedAt: number;
+      correlationId?: string;
+      causationId?: string;
+      source?: string;
+      headers: Record<string, string>;
+    }
+  | { id: string; topic: string; publishedAt: number; malformed: string; fields: Record<string, string> };
+
+export interface BusDeadLetter {
+  id: string;
+  eventId: string;
+  topic: string;
+  subscription: string;
+  reason: string;
+  /** Deliveries made. */
+  attempts: number;
+  error?: TaskError;
+  failedAt: number;
+  event?: { payload: unknown };
+  raw: Record<string, string>;
+}

@@ -147,3 +147,20 @@ export async function loadGraphPackage(): Promise<GraphPackage> {
   const graph = realpathSync(join(client, "node_modules", "@flotilla", "graph"));
   return (await import(pathToFileURL(join(graph, "src", "index.ts")).href)) as GraphPackage;
 }
+
+/** What the bus tests use of @flotilla/bus: a worker's subscriptions. */
+export interface BusPackage {
+  subscribe(topic: string, handler: (event: { payload: unknown }) => unknown, options: { name: string; maxRetries?: number }): unknown;
+  busWorker(options: { subscriptions: unknown[] }): NonNullable<WorkerOptions["bus"]>;
+}
+
+/**
+ * @flotilla/bus, to serve subscriptions on a test worker. Like @flotilla/graph, the dashboard does not
+ * depend on it (it sees the bus only through the gateway): it is the copy the gateway publishes and
+ * reads with.
+ */
+export async function loadBusPackage(): Promise<BusPackage> {
+  const gateway = realpathSync(join(DASHBOARD_DIR, "node_modules", "@flotilla", "gateway"));
+  const bus = realpathSync(join(gateway, "node_modules", "@flotilla", "bus"));
+  return (await import(pathToFileURL(join(bus, "src", "index.ts")).href)) as BusPackage;
+}

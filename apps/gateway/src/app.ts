@@ -17,6 +17,8 @@ import { registerGraphAndTopicRoutes } from "./routes/graphs-and-topics.ts";
 import { registerLiveRoutes } from "./routes/live.ts";
 import { registerOpsRoutes } from "./routes/ops.ts";
 import { registerTaskRoutes } from "./routes/tasks.ts";
+import { registerTopicDeadLetterRoutes } from "./routes/topic-dead-letters.ts";
+import { registerTopicRoutes } from "./routes/topics.ts";
 
 /** Where a validation failure was, as a caller names it. */
 const TARGETS: Record<string, string> = { json: "body", query: "query", param: "path", header: "header" };
@@ -70,6 +72,8 @@ export function buildApp(deps: GatewayDeps): GatewayApp {
   registerLiveRoutes(app, deps);
   registerDeadLetterRoutes(app, deps);
   registerGraphAndTopicRoutes(app, deps);
+  registerTopicRoutes(app, deps);
+  registerTopicDeadLetterRoutes(app, deps);
   registerOpsRoutes(app, deps);
   if (options.dashboardDir !== undefined) serveDashboard(app, options.dashboardDir);
 

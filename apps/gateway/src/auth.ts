@@ -40,6 +40,11 @@ export function assertQueue(c: Context<GatewayEnv>, queue: string): void {
   if (!mayTouchQueue(c.get("principal"), queue)) throw new GatewayError(GatewayErrorCodes.FORBIDDEN, `the token may not touch queue "${queue}"`);
 }
 
+/** 403 unless the token may touch every queue: graph runs and topics span queues (a run's nodes and a topic's subscribers are on many). */
+export function assertAllQueues(c: Context<GatewayEnv>): void {
+  if (c.get("principal").queues !== "*") throw new GatewayError(GatewayErrorCodes.FORBIDDEN, "graph runs and topics need a token for every queue");
+}
+
 /** Whether the caller may touch `queue` (for filtering lists). */
 export function mayTouch(c: Context<GatewayEnv>, queue: string): boolean {
   return mayTouchQueue(c.get("principal"), queue);

@@ -7,6 +7,8 @@ export const GatewayErrorCodes = {
   UNAUTHORIZED: "UNAUTHORIZED",
   FORBIDDEN: "FORBIDDEN",
   NOT_FOUND: "NOT_FOUND",
+  /** A bus topic nobody published to or subscribed (@flotilla/core has no code for it: the bus itself never refuses an unknown topic). */
+  TOPIC_NOT_FOUND: "TOPIC_NOT_FOUND",
   UNSUPPORTED_MEDIA_TYPE: "UNSUPPORTED_MEDIA_TYPE",
   INTERNAL: "INTERNAL_ERROR",
 } as const;
@@ -27,6 +29,8 @@ export const ERROR_STATUS: Readonly<Record<string, ContentfulStatusCode>> = {
   [ErrorCodes.RUN_NOT_FOUND]: 404,
   [ErrorCodes.TEMPLATE_NOT_FOUND]: 404,
   [ErrorCodes.INVALID_GRAPH]: 400,
+  [GatewayErrorCodes.TOPIC_NOT_FOUND]: 404,
+  [ErrorCodes.SUBSCRIPTION_NOT_FOUND]: 404,
   [GatewayErrorCodes.NOT_FOUND]: 404,
   [ErrorCodes.WAIT_TIMEOUT]: 408,
   [ErrorCodes.DUPLICATE_TASK]: 409,
@@ -35,6 +39,8 @@ export const ERROR_STATUS: Readonly<Record<string, ContentfulStatusCode>> = {
   [ErrorCodes.TASK_FAILED]: 409,
   [ErrorCodes.TASK_CANCELLED]: 409,
   [ErrorCodes.PAYLOAD_TOO_LARGE]: 413,
+  // A bus event's payload over the bus's maxPayloadBytes (1 MiB): the body limit is a little more, so the bus is the one to refuse it.
+  [ErrorCodes.EVENT_TOO_LARGE]: 413,
   [GatewayErrorCodes.UNSUPPORTED_MEDIA_TYPE]: 415,
   [ErrorCodes.REDIS_UNAVAILABLE]: 503,
   // 503, not 507: a full Redis is a temporary condition of the service, and clients retry a 503.
@@ -73,11 +79,11 @@ function asFlotillaError(err: unknown): FlotillaError {
   return new GatewayError(GatewayErrorCodes.INTERNAL, "internal error");
 }
 
-/** Details a caller can use: a failed task's recorded error, validation issues, a signal's state. Never causes or stacks. */
+/** Details a caller can use: a failed task's recorded error, validation issues, a signal's state, the dead letters a partly failed republish did publish. Never causes or stacks. */
 function publicDetails(err: FlotillaError): Record<string, unknown> | undefined {
   const d = err.details;
   if (!d) return undefined;
   const picked: Record<string, unknown> = {};
-  for (const key of ["issues", "taskError", "status", "waitingFor", "taken"]) if (d[key] !== undefined) picked[key] = d[key];
+  for (const key of ["issues", "taskError", "status", "waitingFor", "taken", "republished"]) if (d[key] !== undefined) picked[key] = d[key];
   return Object.keys(picked).length > 0 ? picked : undefined;
 }

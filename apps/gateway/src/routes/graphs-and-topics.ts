@@ -3,10 +3,8 @@
 // token limited to some queues may use neither.
 import { JsonValueSchema } from "@flotilla/core";
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Context as HonoContext } from "hono";
-import { requireRole } from "../auth.ts";
-import type { GatewayApp, GatewayDeps, GatewayEnv } from "../context.ts";
-import { GatewayError, GatewayErrorCodes } from "../errors.ts";
+import { assertAllQueues, requireRole } from "../auth.ts";
+import type { GatewayApp, GatewayDeps } from "../context.ts";
 import { AUTH_ERRORS, error, json, jsonBody, SECURED } from "./responses.ts";
 
 /** Any JSON object, for what the graph and bus packages shape themselves (their own docs describe it). */
@@ -105,11 +103,6 @@ const publish = createRoute({
   request: { params: TopicParams, body: jsonBody(PublishSchema) },
   responses: { 201: json("The event's id.", z.object({ topic: z.string(), id: z.string() })), ...AUTH_ERRORS },
 });
-
-/** 403 unless the token may touch every queue. */
-function assertAllQueues(c: HonoContext<GatewayEnv>): void {
-  if (c.get("principal").queues !== "*") throw new GatewayError(GatewayErrorCodes.FORBIDDEN, "graph runs and topics need a token for every queue");
-}
 
 export function registerGraphAndTopicRoutes(app: GatewayApp, { client, bus }: GatewayDeps): void {
   app.openapi(listRuns, async (c) => {
