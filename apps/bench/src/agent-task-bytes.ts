@@ -10,9 +10,15 @@ const noop = new Agent({ name: "noop", model: "scripted:noop" });
 
 /**
  * Memory per finished real agent task: `tasks` no-op agent tasks (`scripted:noop`) run by the
- * flotilla-worker app, INFO used_memory before and after (records and streams kept, as by default).
+ * flotilla-worker app, INFO used_memory before and after (records and streams kept, as by default),
+ * and again once their event streams are gone (deleted here, as their expiry would after eventTtlMs).
  */
-export async function agentTaskBytes(url: string, prefix: string, admin: ReturnType<typeof newAdmin>, tasks: number): Promise<number> {
+export async function agentTaskBytes(
+  url: string,
+  prefix: string,
+  admin: ReturnType<typeof newAdmin>,
+  tasks: number,
+): Promise<{ bytes: number; onceStreamsExpire: number }> {
   const main = fileURLToPath(new URL("../../worker/src/main.ts", import.meta.url));
   const child = spawn(process.execPath, ["--conditions=@flotilla/source", main], {
     env: { ...process.env, REDIS_URL: url, FLOTILLA_PREFIX: prefix, FLOTILLA_QUEUES: "bench", FLOTILLA_CONCURRENCY: "50", FLOTILLA_LOG_LEVEL: "warn" },
@@ -31,7 +37,16 @@ export async function agentTaskBytes(url: string, prefix: string, admin: ReturnT
       await Promise.all(handles.map((h) => h.result()));
     }
     const after = await redisFigures(admin);
-    return Math.round((after.memory - before.memory) / tasks);
+    // Then what is left once their event streams expire (eventTtlMs, 1 h by default; the records stay 24 h).
+    for await (const found of admin.scanStream({ match: `${prefix}:stream:*`, count: 1000 })) {
+      const keys = found as string[];
+      if (keys.length > 0) await admin.del(...keys);
+    }
+    const streamsGone = await redisFigures(admin);
+    return {
+      bytes: Math.round((after.memory - before.memory) / tasks),
+      onceStreamsExpire: Math.round((streamsGone.memory - before.memory) / tasks),
+    };
   } finally {
     await client.close();
     child.kill("SIGTERM");

@@ -290,7 +290,9 @@ export async function footprint(ctx: BenchContext) {
         bytesPerStoredEvent: Math.round((bytesPerTaskWithEvents - flotilla.bytesPerTask) / 200),
         // What users pay: a real agent task (scripted:noop) through the flotilla-worker app, record
         // and event stream kept as by default.
-        bytesPerAgentTask: agentTask,
+        bytesPerAgentTask: agentTask.bytes,
+        // The same once the streams expire (1 h): what each of those tasks costs for the rest of its 24 h.
+        bytesPerAgentTaskOnceStreamsExpire: agentTask.onceStreamsExpire,
       },
       bullmq: { commandsPerTask: bullmq.commandsPerTask, bytesPerTask: bullmq.bytesPerTask },
       ratioCommands: ratio(flotilla.commandsPerTask, bullmq.commandsPerTask),

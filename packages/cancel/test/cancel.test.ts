@@ -32,7 +32,7 @@ describe("cancel", () => {
     expect(await requestCancel(redis, keys, DEFAULT_RETENTION, id, "not needed")).toEqual({ outcome: "cancelled", status: "CANCELLED" });
     expect(await store.get(id)).toMatchObject({ status: "CANCELLED", cancelReason: "not needed", error: { code: "CANCELLED" } });
     expect(await store.start(id, "w")).toMatchObject({ kind: "skip", reason: "terminal" });
-    expect(await statusLog(id)).toMatchObject([{ seq: 1, type: "status", status: "cancelled" }]);
+    expect(await statusLog(id)).toMatchObject([{ seq: 1, status: "cancelled" }]);
     // Finished, so kept for the record's retention only (a waiting record has no TTL).
     const ttl = await redis.pttl(keys.task(id));
     expect(ttl).toBeGreaterThan(DEFAULT_RETENTION.recordTtlMs - 60_000);

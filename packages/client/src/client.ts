@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { Broker, type DeadLetter } from "@flotilla/broker";
 import {
   type AgentResult,
@@ -32,7 +31,7 @@ import {
 import type { FleetStatus, FleetStatusOptions } from "@flotilla/health";
 import { MemoryStores } from "@flotilla/memory";
 import { injectTrace, METRICS, SpanKind, withSpan } from "@flotilla/metrics";
-import { type ListTasksOptions, type NewTask, type TaskPage, TaskStore } from "@flotilla/store";
+import { type ListTasksOptions, type NewTask, newSubmitId, type TaskPage, TaskStore } from "@flotilla/store";
 import { z } from "zod";
 import type { ClientContext } from "./context.ts";
 import { type Conversation, ConversationsClient } from "./conversations-client.ts";
@@ -184,7 +183,7 @@ export class FlotillaClient {
           const {
             created: [created],
             lanesMade,
-          } = await this.store.createMany(s.options.queue, [{ ...this.newTask(s), submitId: randomUUID() }]);
+          } = await this.store.createMany(s.options.queue, [{ ...this.newTask(s), submitId: newSubmitId() }]);
           if (lanesMade) await this.queueRemade(s.options.queue);
           if (!created) throw new DuplicateTaskError(s.taskId);
           await this.replicated(s.options.queue, [s.taskId]);
@@ -234,7 +233,7 @@ export class FlotillaClient {
             const tasks = indexes.map((i) => {
               const p = prepared[i]!;
               const task = this.newTask(p);
-              return p.options.taskId === undefined ? task : { ...task, submitId: randomUUID() };
+              return p.options.taskId === undefined ? task : { ...task, submitId: newSubmitId() };
             });
             const replies = await this.store.createMany(queue, tasks);
             if (replies.lanesMade) await this.queueRemade(queue);

@@ -98,7 +98,7 @@ export async function readEvents(
   const after = options.after ?? 0;
   const pageSize = options.pageSize ?? 1000;
   const first = await patiently(redis, () => readTaskLog(redis, keys, taskId, after, pageSize), options.signal);
-  const { status, statusLog, result } = first;
+  const { status, statusLog, result, agent } = first;
   const events: FlotillaEvent[] = [];
   if (statusLog) {
     let raws: unknown;
@@ -110,6 +110,10 @@ export async function readEvents(
     for (const raw of raws as Array<Record<string, unknown>>) {
       if (typeof raw?.seq !== "number" || raw.seq <= after) continue;
       if (raw.status === "completed" && result != null) raw.result = JSON.parse(result) as unknown;
+      // The log's copy leaves out what the record holds once (older records still carry them).
+      raw.type ??= "status";
+      raw.taskId ??= taskId;
+      raw.agent ??= agent ?? "";
       events.push(parseEvent(raw, taskId));
     }
   }

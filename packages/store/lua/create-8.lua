@@ -35,6 +35,7 @@
 --- @include "@flotilla/broker/redisNow"
 --- @include "@flotilla/broker/enqueueEntry"
 --- @include "@flotilla/broker/delayEntry"
+--- @include "packedField"
 local SUBMIT_MARKER_TTL_MS = 600000
 local WIDTH = 17
 local lanes = { KEYS[1], KEYS[2], KEYS[3] }
@@ -66,7 +67,10 @@ for i = 8, #ARGV, WIDTH do
   if submitId ~= '' and redis.call('EXISTS', key) == 1 then
     -- A key that is no hash (written by something else) holds the name too: taken, and the rest
     -- of the batch is still created.
-    outcome = redis.pcall('HGET', key, 'submitId') == submitId and '1' or '0'
+    -- A completed task's record is packed: its submitId is then in 'z' (see includes/packRecord.lua).
+    local stored = redis.pcall('HMGET', key, 'submitId', 'z')
+    local held = not stored.err and (stored[1] or packedField(stored[2], 's'))
+    outcome = held == submitId and '1' or '0'
   else
     if submitId ~= '' and handoff ~= '1' then
       -- A caller-chosen name may be reused once its record expired: its old events must not replay.

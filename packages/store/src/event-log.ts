@@ -1,6 +1,7 @@
 import type { Keys, Retention } from "@flotilla/core";
 import type { MessageListener, SubscriberHub, Unsubscribe } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
+import { PACKED_FIELD, unpackValues } from "./record.ts";
 import { scripts } from "./scripts.ts";
 
 /**
@@ -47,21 +48,28 @@ export interface TaskLog {
   statusLog: string | null;
   /** JSON of its result, put back on the `completed` event by readers. */
   result: string | null;
+  /** Its agent's name: the log's events leave it out (and their type and task id), readers put them back. */
+  agent: string | null;
   /** Event stream entries after the asked seq: [id, JSON array of events], in order. */
   batches: Array<[id: string, json: string]>;
   /** Whether more stream entries may follow the last one (a full page). */
   more: boolean;
 }
 
+const LOG_FIELDS = ["status", "log", "result", "agent"];
+
 /** Reads a task's status log and its first page of stream entries after `after`, in one round trip. */
 export async function readTaskLog(redis: Redis, keys: Keys, taskId: string, after: number, pageSize: number): Promise<TaskLog> {
   const replies =
-    (await redis.pipeline().hmget(keys.task(taskId), "status", "log", "result").xrange(keys.events(taskId), `(0-${after}`, "+", "COUNT", pageSize).exec()) ??
-    [];
+    (await redis
+      .pipeline()
+      .hmget(keys.task(taskId), ...LOG_FIELDS, PACKED_FIELD)
+      .xrange(keys.events(taskId), `(0-${after}`, "+", "COUNT", pageSize)
+      .exec()) ?? [];
   for (const [err] of replies) if (err) throw err;
-  const [status = null, statusLog = null, result = null] = replies[0]![1] as Array<string | null>;
+  const [status = null, statusLog = null, result = null, agent = null] = unpackValues(LOG_FIELDS, replies[0]![1] as Array<string | null>, taskId);
   const rows = replies[1]![1] as Array<[string, string[]]>;
-  return { status, statusLog, result, batches: rows.map(([id, fields]) => [id, fields[1] ?? "null"]), more: rows.length === pageSize };
+  return { status, statusLog, result, agent, batches: rows.map(([id, fields]) => [id, fields[1] ?? "null"]), more: rows.length === pageSize };
 }
 
 /** The next page of a task's stream entries after entry `afterId`. */

@@ -8,9 +8,9 @@ export {
   type TaskLog,
 } from "./event-log.ts";
 export type { ListTasksOptions, TaskPage } from "./listing.ts";
-export { clearHandoffs, listQueues, readAttempt, readCancelRequests, readCreatedSince, readHandoffs, readRunning } from "./readers.ts";
+export { clearHandoffs, listQueues, readAttempt, readCancelRequests, readCreatedSince, readFields, readHandoffs, readRunning } from "./readers.ts";
 export { parseTaskRecord, RECORD_FIELDS, type RecordField, TaskRecordSchema, type TaskResult } from "./record.ts";
 export type { FinishInput, FinishOutcome, RunnableTask, SettleInput, StartReply } from "./replies.ts";
 export { taskSignature, verifyTaskSignature } from "./signing.ts";
 export { type QueueStats, readQueueStats } from "./stats.ts";
-export { type NewTask, TaskStore } from "./task-store.ts";
+export { type NewTask, newSubmitId, TaskStore } from "./task-store.ts";

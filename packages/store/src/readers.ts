@@ -1,8 +1,17 @@
 import { type Keys, taskIdOf } from "@flotilla/core";
 import { pipelineBySlot } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
+import { PACKED_FIELD, unpackValues } from "./record.ts";
 
 /** Other packages read record fields only through these (and TaskStore's get / getMany). */
+
+/**
+ * Some fields of a task's record as stored, null where absent: a completed task's packed ones
+ * unpacked (see record.ts), so callers need not know how a record is laid out.
+ */
+export async function readFields(redis: Redis, keys: Keys, taskId: string, fields: readonly string[]): Promise<Array<string | null>> {
+  return unpackValues(fields, await redis.hmget(keys.task(taskId), ...fields, PACKED_FIELD), taskId);
+}
 
 /** The number of the attempt running (or that last ran) a task; 0 when it never started or does not exist. */
 export async function readAttempt(redis: Redis, keys: Keys, taskId: string): Promise<number> {
@@ -19,11 +28,14 @@ export async function readRunning(
   keys: Keys,
   taskId: string,
 ): Promise<{ attempt: number; agent: string | undefined; detailed: boolean | undefined }> {
-  const [attempt, agent, detailed] = await redis.hmget(keys.task(taskId), "attempt", "agent", "detailed");
+  const fields = ["attempt", "agent", "detailed"];
+  const [attempt, agent, detailed] = unpackValues(fields, await redis.hmget(keys.task(taskId), ...fields, PACKED_FIELD), taskId);
   // `detailed` is stored only when set; `agent` always is, so it tells a record without it from none.
   if (agent === null) return { attempt: Number(attempt ?? 0), agent: undefined, detailed: undefined };
   return { attempt: Number(attempt ?? 0), agent, detailed: detailed === "1" };
 }
+
+const CANCEL_FIELDS = ["cancelRequestedAt", "cancelReason"];
 
 /** The stored cancel requests of some tasks: task id → reason, for those that have one. */
 export async function readCancelRequests(redis: Redis, keys: Keys, taskIds: readonly string[]): Promise<Map<string, string>> {
@@ -32,11 +44,11 @@ export async function readCancelRequests(redis: Redis, keys: Keys, taskIds: read
   const replies = await pipelineBySlot(
     redis,
     taskIds.map((id) => keys.task(id)),
-    (pipeline, key) => pipeline.hmget(key, "cancelRequestedAt", "cancelReason"),
+    (pipeline, key) => pipeline.hmget(key, ...CANCEL_FIELDS, PACKED_FIELD),
   );
   replies.forEach(([err, value], i) => {
     if (err) throw err;
-    const [at, reason] = (value ?? []) as Array<string | null>;
+    const [at, reason] = unpackValues(CANCEL_FIELDS, (value ?? []) as Array<string | null>, taskIds[i]!);
     if (at) out.set(taskIds[i]!, reason ?? "cancelled");
   });
   return out;

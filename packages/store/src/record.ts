@@ -1,4 +1,5 @@
 import {
+  CorruptRecordError,
   JsonValueSchema,
   PrioritySchema,
   parseStored,
@@ -64,6 +65,8 @@ export const RECORD_FIELDS = {
   log: "its status events, comma-joined JSON (it has an event stream only for its other events)",
   lastBatch: "id of the last event batch written (`<attempt>:<n>`): a resent batch is not written again",
   "hw:<scope>": "high-water mark of a named event scope: a retried producer's events already published are dropped",
+  // Once it completed (written by the settle script: see lua/includes/packRecord.lua).
+  z: "a COMPLETED task's fields packed into one JSON object, beside status, attempt and handoff; the readers here unpack it",
 } as const;
 
 export type RecordField = keyof typeof RECORD_FIELDS;
@@ -127,17 +130,102 @@ export type TaskResult = z.infer<typeof TaskRecordSchema>;
 /** The fields the public view reads back (never the payload: only the worker that starts a task reads it). */
 export const PUBLIC_FIELDS = Object.keys(TaskRecordSchema.shape) as RecordField[];
 
+/** The field a completed task's record packs its other fields into (see lua/includes/packRecord.lua). */
+export const PACKED_FIELD = "z";
+
+/**
+ * The short names a packed record's members go by (lua/includes/packRecord.lua's PACK_NAMES; a test
+ * checks the two agree). A field without one keeps its own name.
+ */
+export const PACKED_NAMES: Readonly<Record<string, string>> = {
+  agent: "a",
+  createdAt: "c",
+  startedAt: "b",
+  waitMs: "w",
+  workerId: "k",
+  result: "r",
+  usage: "u",
+  metadata: "m",
+  maxRetries: "x",
+  maxDeliveries: "y",
+  retries: "n",
+  timeoutMs: "o",
+  runAt: "ra",
+  priority: "p",
+  detailed: "dt",
+  submitId: "s",
+  log: "l",
+  cancelRequestedAt: "cr",
+  cancelReason: "cn",
+  concurrencyKey: "ck",
+  concurrencyLimit: "cl",
+};
+const LONG_NAMES = new Map(Object.entries(PACKED_NAMES).map(([long, short]) => [short, long]));
+/** The fields packed as the JSON they hold (packRecord.lua's PACK_JSON): a JSON string among them is a value, not text. */
+export const PACKED_JSON: ReadonlySet<string> = new Set(["result", "usage", "metadata"]);
+
+/**
+ * The stored text of each field of a packed record's `z`, under its own name: a JSON-valued field
+ * re-serialized, a bare number as its digits, the status log as its comma-joined events; what
+ * packing leaves out because the rest tells it (task id, queue, seq, completedAt, durationMs) put back.
+ */
+export function unpackFields(packed: string, taskId: string): Record<string, string> {
+  let members: unknown;
+  try {
+    members = JSON.parse(packed);
+  } catch {
+    throw new CorruptRecordError(`task record ${taskId}`, "z: not JSON");
+  }
+  if (typeof members !== "object" || members === null || Array.isArray(members)) throw new CorruptRecordError(`task record ${taskId}`, "z: not an object");
+  const out: Record<string, string> = {};
+  // The status log's last event: the completed one, written in the same call as the packing.
+  let last: { seq?: unknown; status?: unknown; ts?: unknown } | undefined;
+  for (const [member, value] of Object.entries(members)) {
+    const name = LONG_NAMES.get(member) ?? member;
+    if (PACKED_JSON.has(name)) out[name] = JSON.stringify(value);
+    else if (typeof value === "string") out[name] = value;
+    else if (name === "log" && Array.isArray(value)) {
+      out.log = value.map((event) => JSON.stringify(event)).join(",");
+      last = value.at(-1) as typeof last;
+    } else out[name] = JSON.stringify(value);
+  }
+  // What packing leaves out because the rest tells it (see packRecord.lua).
+  out.taskId = taskId;
+  out.queue = taskId.slice(0, taskId.indexOf("/"));
+  if (typeof last?.seq === "number") out.seq = String(last.seq);
+  if (last?.status === "completed" && typeof last.ts === "number") {
+    out.completedAt = String(last.ts);
+    out.durationMs = String(last.ts - Number(out.startedAt ?? last.ts));
+  }
+  return out;
+}
+
+/**
+ * HMGET values of `fields` followed by the packed field (ask for `[...fields, PACKED_FIELD]`), as the
+ * values of `fields` alone: a completed task's are taken from its packed field.
+ */
+export function unpackValues(fields: readonly string[], values: ReadonlyArray<string | null | undefined>, taskId: string): Array<string | null> {
+  const packed = values[fields.length];
+  const unpacked = packed ? unpackFields(packed, taskId) : undefined;
+  return fields.map((field, i) => values[i] ?? unpacked?.[field] ?? null);
+}
+
 /** Turns a Redis hash reply into a TaskResult, or undefined when the record does not exist. */
 export function parseTaskRecord(hash: Readonly<Record<string, string>>, taskId: string): TaskResult | undefined {
   if (!hash || Object.keys(hash).length === 0) return undefined;
-  return parseStored(TaskRecordSchema, hash, `task record ${taskId}`);
+  const packed = hash[PACKED_FIELD];
+  return parseStored(TaskRecordSchema, packed ? { ...unpackFields(packed, taskId), ...hash } : hash, `task record ${taskId}`);
 }
 
-/** The same, from HMGET values of PUBLIC_FIELDS. */
+/** The public view's fields and the packed one: what `recordFromValues` takes, in this order. */
+export const READ_FIELDS = [...PUBLIC_FIELDS, PACKED_FIELD];
+
+/** The same, from HMGET values of READ_FIELDS. */
 export function recordFromValues(values: ReadonlyArray<string | null | undefined>, taskId: string): TaskResult | undefined {
   const hash: Record<string, string> = {};
+  const all = unpackValues(PUBLIC_FIELDS, values, taskId);
   for (let i = 0; i < PUBLIC_FIELDS.length; i++) {
-    const v = values[i];
+    const v = all[i];
     if (v !== null && v !== undefined) hash[PUBLIC_FIELDS[i]!] = v;
   }
   return parseTaskRecord(hash, taskId);

@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { delayedKeys, LANE_ORDER, laneKeys, laneNumber, laneOrderArg } from "@flotilla/broker";
 import {
   type Backoff,
@@ -14,11 +14,19 @@ import {
 import { pipelineBySlot } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
 import { type ListTasksOptions, listTasks, type TaskPage } from "./listing.ts";
-import { PUBLIC_FIELDS, recordFromValues, type TaskResult } from "./record.ts";
+import { READ_FIELDS, recordFromValues, type TaskResult } from "./record.ts";
 import { type FinishOutcome, optStatus, parseFinish, parseStartReplies, type SettleInput, type StartReply } from "./replies.ts";
 import { CREATE_TASK_FIELDS, encodeRow, SETTLE_OUTCOME_FIELDS, START_ENTRY_FIELDS } from "./script-fields.ts";
 import { scripts } from "./scripts.ts";
 import { taskSignature } from "./signing.ts";
+
+/**
+ * A fresh submitId: 72 random bits, enough to tell a resend from another submit of the same name,
+ * in 12 characters (it is kept in the record as long as the task: a UUID cost 24 more bytes each).
+ */
+export function newSubmitId(): string {
+  return randomBytes(9).toString("base64url");
+}
 
 export interface NewTask {
   /** `<queue>/<name>`. */
@@ -168,12 +176,12 @@ export class TaskStore {
   async create(task: NewTask): Promise<boolean> {
     const {
       created: [created],
-    } = await this.createMany(task.queue, [{ ...task, submitId: task.submitId ?? randomUUID() }]);
+    } = await this.createMany(task.queue, [{ ...task, submitId: task.submitId ?? newSubmitId() }]);
     return created === true;
   }
 
   async get(taskId: string): Promise<TaskResult | undefined> {
-    const values = await this.redis.hmget(this.keys.task(taskId), ...PUBLIC_FIELDS).catch(notAHash);
+    const values = await this.redis.hmget(this.keys.task(taskId), ...READ_FIELDS).catch(notAHash);
     return recordFromValues(values, taskId);
   }
 
@@ -182,7 +190,7 @@ export class TaskStore {
     const replies = await pipelineBySlot(
       this.redis,
       taskIds.map((id) => this.keys.task(id)),
-      (pipeline, key) => pipeline.hmget(key, ...PUBLIC_FIELDS),
+      (pipeline, key) => pipeline.hmget(key, ...READ_FIELDS),
     );
     return replies.map(([err, values], i) => {
       if (err) notAHash(err);

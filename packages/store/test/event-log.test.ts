@@ -4,6 +4,7 @@ import { purgePrefix, startRedisServer, testConnection, testPrefix, testRedis } 
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { readTaskLog, readTaskLogPage, subscribeStatus, subscribeTaskEvents, TaskEventLog } from "../src/event-log.ts";
+import { readFields } from "../src/readers.ts";
 import { newTask, TestTaskStore } from "../src/testing.ts";
 
 // The storage half of a task's events; @flotilla/events gives them types and tests the streaming.
@@ -83,9 +84,11 @@ describe("readTaskLog", () => {
 
     const page = await readTaskLog(redis, keys, "el/r", a, 1);
     expect(page.status).toBe("COMPLETED");
-    expect(page.statusLog).toBe(await redis.hget(keys.task("el/r"), "log"));
+    const [storedLog, storedResult] = await readFields(redis, keys, "el/r", ["log", "result"]);
+    expect(page.statusLog).toBe(storedLog);
     expect(page.statusLog).toContain('"status":"running"');
-    expect(page.result).toBe(await redis.hget(keys.task("el/r"), "result"));
+    expect(page.result).toBe(storedResult);
+    expect(page.agent).toBe("a");
     expect(page.result).not.toBeNull();
     expect(page.batches).toEqual([[`0-${b}`, `[{"seq":${b},"type":"text","text":"b"}]`]]);
     expect(page.more).toBe(true);
@@ -100,7 +103,7 @@ describe("readTaskLog", () => {
   });
 
   it("reads nothing of a task that does not exist", async () => {
-    expect(await readTaskLog(redis, keys, "el/none", 0, 10)).toEqual({ status: null, statusLog: null, result: null, batches: [], more: false });
+    expect(await readTaskLog(redis, keys, "el/none", 0, 10)).toEqual({ status: null, statusLog: null, result: null, agent: null, batches: [], more: false });
   });
 
   it("fails with the error Redis gave", async () => {

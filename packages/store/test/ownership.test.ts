@@ -10,7 +10,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { RECORD_FIELDS } from "../src/record.ts";
+import { PACKED_JSON, PACKED_NAMES, RECORD_FIELDS } from "../src/record.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 
@@ -150,9 +150,35 @@ describe("ownership of keys and fields", () => {
     for (const file of files(join(ROOT, "packages/store/lua"), ".lua")) {
       for (const m of code(readFileSync(file, "utf8")).matchAll(/'([a-z][A-Za-z:]*)'/g)) words.add(m[1]!);
     }
+    // The short names of a packed record's members (inside its 'z' field, not fields of their own).
+    for (const short of Object.values(PACKED_NAMES)) notFields.add(short);
     const unknown = [...words].filter((w) => !notFields.has(w) && !Object.hasOwn(RECORD_FIELDS, w));
     expect(unknown).toEqual([]);
     expect(words.has("hw:") && Object.hasOwn(RECORD_FIELDS, "hw:<scope>")).toBe(true);
+  });
+
+  /** The names a Lua table constant lists (`local NAME = { ... }`), each the first group of `item`. */
+  const luaTable = (lua: string, name: string, item: RegExp) =>
+    new Set([...(new RegExp(`local ${name} = \\{([^}]*)\\}`).exec(lua)?.[1] ?? "").matchAll(item)].map((m) => m[1]!));
+
+  it("a packed record's short names are the same in the script that packs and the readers that unpack", () => {
+    const lua = readFileSync(join(ROOT, "packages/store/lua/includes/packRecord.lua"), "utf8");
+    const table = /local PACK_NAMES = \{([^}]*)\}/.exec(lua)?.[1] ?? "";
+    const names = Object.fromEntries([...table.matchAll(/(\w+) = '"(\w+)":'/g)].map((m) => [m[1]!, m[2]!]));
+    expect(Object.keys(names).length).toBeGreaterThan(10);
+    expect(names).toEqual(PACKED_NAMES);
+    // Each short name stands for one field.
+    expect(new Set(Object.values(PACKED_NAMES)).size).toBe(Object.keys(PACKED_NAMES).length);
+    for (const field of Object.keys(PACKED_NAMES)) expect(Object.hasOwn(RECORD_FIELDS, field)).toBe(true);
+    // Every field is packed or left out on purpose, and every packed one is read by the completing settle.
+    const skipped = luaTable(lua, "PACK_SKIP", /(\w+) = true/g);
+    for (const field of Object.keys(RECORD_FIELDS)) {
+      if (field !== "hw:<scope>") expect(Object.hasOwn(PACKED_NAMES, field) || skipped.has(field), field).toBe(true);
+    }
+    const outcome = readFileSync(join(ROOT, "packages/store/lua/includes/recordOutcome.lua"), "utf8");
+    const read = new Set([...luaTable(outcome, "OUTCOME_FIELDS", /'(\w+)'/g), ...luaTable(lua, "PACK_EXTRA_FIELDS", /'(\w+)'/g)]);
+    for (const field of Object.keys(PACKED_NAMES)) expect(read.has(field), field).toBe(true);
+    expect(luaTable(lua, "PACK_JSON", /(\w+) = true/g)).toEqual(PACKED_JSON);
   });
 
   it("every field RECORD_FIELDS lists is used by the store", () => {

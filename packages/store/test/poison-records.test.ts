@@ -7,6 +7,7 @@ import { openRedis } from "@flotilla/core/redis";
 import { purgePrefix, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TaskEventLog } from "../src/event-log.ts";
+import { readFields } from "../src/readers.ts";
 import type { StartReply } from "../src/replies.ts";
 import { newTask, TestTaskStore } from "../src/testing.ts";
 
@@ -274,7 +275,7 @@ describe("a final outcome after earlier attempts (issue 13 item 8)", () => {
     const second = await store.start(run!.taskId, "w");
     expect(second).toMatchObject({ kind: "run", attempt: 2 });
     await settle("COMPLETED", 2, "");
-    expect(await redis.hmget(keys.task(run!.taskId), "status", "result", "error", "retryAt")).toEqual(["COMPLETED", '"ok"', null, null]);
+    expect(await readFields(redis, keys, run!.taskId, ["status", "result", "error", "retryAt"])).toEqual(["COMPLETED", '"ok"', null, null]);
     expect((await store.get(run!.taskId))?.error).toBeUndefined();
   });
 

@@ -3,6 +3,7 @@ import { CorruptRecordError, createKeys, DEFAULT_RETENTION } from "@flotilla/cor
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { TaskEventLog } from "../src/event-log.ts";
+import { readFields } from "../src/readers.ts";
 import { parseTaskRecord } from "../src/record.ts";
 import type { NewTask } from "../src/task-store.ts";
 import { newTask, TestTaskStore } from "../src/testing.ts";
@@ -13,7 +14,7 @@ const keys = createKeys(prefix);
 const store = new TestTaskStore(redis, keys, DEFAULT_RETENTION);
 const broker = new Broker(redis, keys);
 /** The status events a task's record keeps. */
-const statusLog = async (taskId: string) => JSON.parse(`[${(await redis.hget(keys.task(taskId), "log")) ?? ""}]`) as Array<Record<string, unknown>>;
+const statusLog = async (taskId: string) => JSON.parse(`[${(await readFields(redis, keys, taskId, ["log"]))[0] ?? ""}]`) as Array<Record<string, unknown>>;
 afterAll(async () => {
   await purgePrefix(redis, prefix);
   await redis.quit();

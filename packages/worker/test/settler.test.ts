@@ -1,6 +1,6 @@
 import { Broker } from "@flotilla/broker";
 import { createKeys, DEFAULT_RETENTION, type Priority } from "@flotilla/core";
-import type { SettleInput, StartReply } from "@flotilla/store";
+import { readFields, type SettleInput, type StartReply } from "@flotilla/store";
 import { newTask, TestTaskStore } from "@flotilla/store/testing";
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it, vi } from "vitest";
@@ -61,7 +61,7 @@ describe("Settler", () => {
       { queue: "sa", replies: [], asked: 0 },
       { queue: "sb", replies: [], asked: 0 },
     ]);
-    for (const o of [...a, ...b]) expect(await redis.hget(keys.task(o.taskId), "result")).toBe(JSON.stringify(o.taskId));
+    for (const o of [...a, ...b]) expect(await readFields(redis, keys, o.taskId, ["result"])).toEqual([JSON.stringify(o.taskId)]);
   });
 
   it("sends a full batch at once and the rest on the next tick", async () => {

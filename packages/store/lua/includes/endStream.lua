@@ -8,16 +8,19 @@
 -- events live in the log and every other event in the stream, so a task whose counter holds no more
 -- events than its log has no stream: nothing is asked of Redis for it (most tasks of a plain executor).
 local COMPACT_MAX_ENTRIES = 8
-local STATUS_MARK = '"type":"status"'
+-- The start of a status event: '{"seq":N,"status":...' (the log's copies) or '{"seq":N,"type":"status"...'
+-- (full ones, written before the log left out the type). A tool call's arguments (in a waiting
+-- event) would need an object starting with such a key to be miscounted.
+local STATUS_MARK = '{"seq":%d+,"[st][ty][ap]'
 local function endStream(streams, name, seq, log)
   local statuses, from = 0, 1
   while log do
-    local at = string.find(log, STATUS_MARK, from, true)
-    if not at then
+    local _, last = string.find(log, STATUS_MARK, from)
+    if not last then
       break
     end
     statuses = statuses + 1
-    from = at + #STATUS_MARK
+    from = last + 1
   end
   if tonumber(seq or '0') <= statuses then
     return

@@ -8,6 +8,7 @@
 --- @include "settleEntry"
 --- @include "recordFault"
 --- @include "endStream"
+--- @include "packRecord"
 --- @include "keepLatest"
 --- @include "noteHandoff"
 --- @include "releaseConcurrencySlot"
@@ -20,7 +21,8 @@
 -- from expiring while nothing is said; the delivery limit counts afresh from here.
 -- `release` '1': a RETRYING that hands the task back unfinished and uses up no retry.
 -- A final outcome after earlier attempts clears what they left that no longer applies: a COMPLETED
--- task keeps no error, a FAILED one no result, neither a retry time nor a wait's state.
+-- task keeps no error, a FAILED one no result, neither a retry time nor a wait's state. A COMPLETED
+-- record is written packed (see packRecord): most tasks end so, and it is what Redis keeps longest.
 -- Adds to batch.settled { 'ok', status, deadLettered (0|1) }, { 'rejected', reason, currentStatus }
 -- or { 'rejected', 'corrupt', why } (the record cannot be trusted: see recordFault).
 local OUTCOME_FIELDS = { 'status', 'attempt', 'startedAt', 'cancelRequestedAt', 'cancelReason', 'taskId', 'agent', 'seq',
@@ -32,7 +34,18 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
   local function owned()
     return entryId ~= '' and ownedBy(batch.lanes[lane], batch.group, entryId, batch.consumer)
   end
-  local values = redis.pcall('HMGET', key, unpack(OUTCOME_FIELDS))
+  local names = OUTCOME_FIELDS
+  if target == 'COMPLETED' then
+    -- The record is packed (see packRecord): what it keeps is read in the same HMGET.
+    if not batch.packFields then
+      batch.packFields = { unpack(OUTCOME_FIELDS) }
+      for _, field in ipairs(PACK_EXTRA_FIELDS) do
+        batch.packFields[#batch.packFields + 1] = field
+      end
+    end
+    names = batch.packFields
+  end
+  local values = redis.pcall('HMGET', key, unpack(names))
   local fault = (values.err or values[1]) and recordFault(OUTCOME_FIELDS, values)
   if fault then
     -- Nothing written and the entry left pending: the worker takes the task out (failCorrupt-4.lua).
@@ -120,13 +133,23 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
     fields[#fields + 1] = 'completedAt'
     fields[#fields + 1] = batch.now
   end
-  if isTerminal(target) and tonumber(attempt) > 1 then
-    redis.call('HDEL', key, target == 'COMPLETED' and 'error' or 'result', 'retryAt', 'resume', 'signal')
+  local keep = isTerminal(target) and batch.keep and (target == 'FAILED' and batch.keep.failed or batch.keep.completed)
+  local event = statusEvent(batch, target, taskId, attempt, agent, seq, log, extra, result)
+  if target == 'COMPLETED' then
+    for i = 1, #event do
+      fields[#fields + 1] = event[i]
+    end
+    packRecord(key, keep and keep.ageMs or batch.recordTtlMs, names, values, fields, attempt, handoff)
+  else
+    if isTerminal(target) and tonumber(attempt) > 1 then
+      redis.call('HDEL', key, 'result', 'retryAt', 'resume', 'signal')
+    end
+    hsetAll(key, fields, event)
   end
-  hsetAll(key, fields, statusEvent(batch, target, taskId, attempt, agent, seq, log, extra, result))
   if isTerminal(target) then
-    local keep = batch.keep and (target == 'FAILED' and batch.keep.failed or batch.keep.completed)
-    redis.call('PEXPIRE', key, keep and keep.ageMs or batch.recordTtlMs)
+    if target ~= 'COMPLETED' then
+      redis.call('PEXPIRE', key, keep and keep.ageMs or batch.recordTtlMs)
+    end
     if batch.streams then
       endStream(batch.streams, name, seq, log)
     end

@@ -1,21 +1,24 @@
 --- @include "jsonString"
 -- Builds a status event numbered after `seq` (the record's counter as read) and queues it for the
 -- queue's status channel. Status events are kept in the record itself, in its `log` field
--- (comma-joined JSON), so a task gets an event stream only when it emits other events.
+-- (comma-joined JSON), so a task gets an event stream only when it emits other events. The log's
+-- copy leaves out what the record holds once (type, taskId, agent): readers put them back.
 -- `extra`: JSON members to add, as text starting with a comma. `result` (JSON text) rides only on
 -- the published copy: the record holds it once, in its `result` field, and readers put it back.
 -- Built by concatenation: this runs for every task, twice.
 -- Returns the fields to write with the record's own HSET: 'seq', next, 'log', log with the event.
 local function statusEvent(batch, status, taskId, attempt, agent, seq, log, extra, result)
   local nextSeq = tonumber(seq or '0') + 1
-  local text = '{"seq":' .. nextSeq .. ',"type":"status","status":"' .. string.lower(status) .. '","taskId":"' ..
-    taskId .. '","attempt":' .. tonumber(attempt) .. ',"ts":' .. batch.now .. ',"agent":' .. jsonString(agent or '') ..
-    (extra or '') .. '}'
+  local lower = string.lower(status)
+  local rest = ',"attempt":' .. tonumber(attempt) .. ',"ts":' .. batch.now .. (extra or '') .. '}'
+  local text = '{"seq":' .. nextSeq .. ',"status":"' .. lower .. '"' .. rest
+  local full = '{"seq":' .. nextSeq .. ',"type":"status","status":"' .. lower .. '","taskId":"' .. taskId .. '","agent":' ..
+    jsonString(agent or '') .. rest
   local published = batch.status
   if result and result ~= '' then
-    published[#published + 1] = string.sub(text, 1, -2) .. ',"result":' .. result .. '}'
+    published[#published + 1] = string.sub(full, 1, -2) .. ',"result":' .. result .. '}'
   else
-    published[#published + 1] = text
+    published[#published + 1] = full
   end
   local newLog = text
   if log and log ~= '' then

@@ -1,0 +1,97 @@
+-- Writes a COMPLETED task's record packed: its readable fields as one JSON object in the field 'z',
+-- beside the two every script's fence reads ('status', 'attempt') and a graph node's 'handoff' flag.
+-- Why: a record with a field over 64 bytes (a payload, a result, a status log) is a hash table, which
+-- costs ~50 bytes per field on top of its value: ~25 fields came to 2.1 KB for a no-op agent. Packed,
+-- it is under 1 KB, and records of completed tasks are the bulk of what Redis keeps (24 h).
+-- What a completed task no longer needs is dropped: what only its start or its run read (payload,
+-- signature, trace, backoff, entryId, the event batch marks), what only a retry or a wait used, an
+-- earlier attempt's error, and what the rest tells: the task id (the key's name), its queue, and
+-- seq, completedAt and durationMs (the completed event's seq and ts, written last in the same call,
+-- and that ts less startedAt, as recordOutcome computes it).
+-- Members have short names (PACK_NAMES); JSON fields (result, usage, metadata) go in as they are,
+-- the status log as an array, numbers bare, the rest as strings.
+-- @flotilla/store's readers unpack it (record.ts: PACKED_NAMES mirrors this table, a test checks),
+-- and create-8.lua finds a resent submit's submitId in it (includes/packedField.lua).
+-- The record is written anew (DEL + HSET) and expires `ttlMs` from now.
+-- Left out of 'z': what stays beside it (status, attempt, handoff) and what is dropped.
+local PACK_SKIP = {
+  status = true, attempt = true, handoff = true, z = true, payload = true, signature = true, trace = true,
+  backoff = true, entryId = true, lastBatch = true, deliveriesBase = true, retryAt = true, resume = true,
+  signal = true, waiting = true, parked = true, parkedAt = true, error = true, queue = true, seq = true, taskId = true,
+  completedAt = true, durationMs = true
+}
+local PACK_JSON = { result = true, usage = true, metadata = true }
+-- Written bare, as numbers.
+local PACK_NUMBER = { createdAt = true, startedAt = true, waitMs = true,
+  maxRetries = true, maxDeliveries = true, retries = true, timeoutMs = true, runAt = true, cancelRequestedAt = true,
+  concurrencyLimit = true }
+-- Each member's opening: its short name ('"t":'), written whole so that packing makes no string for it.
+local PACK_NAMES = {
+  agent = '"a":', createdAt = '"c":', startedAt = '"b":', waitMs = '"w":', workerId = '"k":', result = '"r":',
+  usage = '"u":', metadata = '"m":', maxRetries = '"x":', maxDeliveries = '"y":', retries = '"n":',
+  timeoutMs = '"o":', runAt = '"ra":', priority = '"p":', detailed = '"dt":', submitId = '"s":', log = '"l":',
+  cancelRequestedAt = '"cr":', cancelReason = '"cn":', concurrencyKey = '"ck":', concurrencyLimit = '"cl":'
+}
+-- What the outcome's read does not hold already (recordOutcome's OUTCOME_FIELDS): read with it, in
+-- the same HMGET, when the outcome completes the task. With PACK_NAMES and PACK_SKIP it covers every
+-- field of RECORD_FIELDS (a test checks), so nothing a reader shows is left behind.
+local PACK_EXTRA_FIELDS = { 'createdAt', 'waitMs', 'workerId', 'result', 'usage', 'metadata', 'maxRetries',
+  'maxDeliveries', 'timeoutMs', 'runAt', 'priority', 'detailed', 'submitId', 'concurrencyLimit' }
+-- `names`, `values`: the fields read and what HMGET gave for them (false: absent); `updates`: the
+-- outcome's own fields (a flat list of field, value), written over those; `attempt`, `handoff`: the
+-- record's, as read (handoff false when absent).
+local function packRecord(key, ttlMs, names, values, updates, attempt, handoff)
+  local pending = {}
+  for i = 1, #updates, 2 do
+    pending[updates[i]] = updates[i + 1]
+  end
+  -- Pieces added to one table and joined once: every concatenation makes (and hashes) a new Lua string.
+  local pieces, n = { '{' }, 1
+  local function add(field, value)
+    local prefix = PACK_NAMES[field]
+    if PACK_SKIP[field] or not prefix then
+      return
+    end
+    pieces[n + 1] = prefix
+    if PACK_JSON[field] or PACK_NUMBER[field] then
+      -- Written by the scripts and checked by recordFault where they are read: plain JSON already.
+      pieces[n + 2] = value
+      n = n + 2
+    elseif field == 'log' then
+      pieces[n + 2], pieces[n + 3], pieces[n + 4] = '[', value, ']'
+      n = n + 4
+    elseif string.find(value, '^[%w_%.:%- /]*$') then
+      pieces[n + 2], pieces[n + 3], pieces[n + 4] = '"', value, '"'
+      n = n + 4
+    else
+      pieces[n + 2] = cjson.encode(value)
+      n = n + 2
+    end
+    pieces[n + 1] = ','
+    n = n + 1
+  end
+  for i = 1, #names do
+    local field = names[i]
+    local value = pending[field]
+    if value then
+      pending[field] = nil
+    else
+      value = values[i]
+    end
+    if value then
+      add(field, tostring(value))
+    end
+  end
+  for field, value in pairs(pending) do
+    add(field, tostring(value))
+  end
+  pieces[n] = '}'
+  local packed = table.concat(pieces)
+  redis.call('DEL', key)
+  if handoff == '1' then
+    redis.call('HSET', key, 'status', 'COMPLETED', 'attempt', attempt, 'handoff', '1', 'z', packed)
+  else
+    redis.call('HSET', key, 'status', 'COMPLETED', 'attempt', attempt, 'z', packed)
+  end
+  redis.call('PEXPIRE', key, ttlMs)
+end
