@@ -226,12 +226,16 @@ export class Broker {
       // A lane whose group does not exist yet answers XPENDING with an error: nothing is in flight there.
       const len = Number(replies[at]?.[1] ?? 0);
       const pending = replies[at + 1]?.[0] ? 0 : Number((replies[at + 1]?.[1] as [number] | null)?.[0] ?? 0);
-      waiting += Math.max(0, len - pending);
-      lanes[priority] = Math.max(0, len - pending);
+      const group = replies[at + 3]?.[0] ? undefined : groupInfo(replies[at + 3]?.[1], CONSUMER_GROUP);
+      // Waiting: what the group has not read yet, its lag. A lane keeps acknowledged entries above its
+      // oldest pending one until a settle trims them (see flushAcks.lua), so its length less what is
+      // pending over-counts; that is only the fallback for a lag Redis cannot tell.
+      const unread = group?.lag ?? Math.max(0, len - pending);
+      waiting += unread;
+      lanes[priority] = unread;
       inFlight += pending;
       delayed += Number(replies[at + 2]?.[1] ?? 0);
-      const group = replies[at + 3]?.[0] ? undefined : groupInfo(replies[at + 3]?.[1], CONSUMER_GROUP);
-      if (len > pending && group) behind.push({ key: this.keys.lane(queue, priority), lastDelivered: group.lastDelivered });
+      if (unread > 0 && group) behind.push({ key: this.keys.lane(queue, priority), lastDelivered: group.lastDelivered });
     });
     let oldestWaitMs = 0;
     if (behind.length > 0) {
@@ -308,11 +312,14 @@ export interface QueueDepth {
 }
 
 /** A consumer group's last delivered entry, from an XINFO GROUPS reply. */
-function groupInfo(reply: unknown, name: string): { lastDelivered: string } | undefined {
+function groupInfo(reply: unknown, name: string): { lastDelivered: string; lag: number | undefined } | undefined {
   for (const g of (reply as unknown[][] | null) ?? []) {
     const fields: Record<string, unknown> = {};
     for (let i = 0; i + 1 < g.length; i += 2) fields[String(g[i])] = g[i + 1];
-    if (fields.name === name) return { lastDelivered: String(fields["last-delivered-id"] ?? "0-0") };
+    if (fields.name === name) {
+      const lag = fields.lag === null || fields.lag === undefined ? undefined : Number(fields.lag);
+      return { lastDelivered: String(fields["last-delivered-id"] ?? "0-0"), lag: Number.isFinite(lag) ? lag : undefined };
+    }
   }
   return undefined;
 }

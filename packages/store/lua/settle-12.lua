@@ -59,7 +59,7 @@ batch.settled = {}
 for i = 16, #ARGV, WIDTH do
   local lane, entryId, name, attempt, status, result, errorJson, retryIn, release, deadReason, usage, waiting,
     resume = unpack(ARGV, i, i + WIDTH - 1)
-  local retryAt = retryIn ~= '' and batch.now + (tonumber(retryIn) or 0) or ''
+  local retryAt = retryIn ~= '' and string.format('%d', batch.now + (tonumber(retryIn) or 0)) or ''
   recordOutcome(batch, tonumber(lane), entryId, name, attempt, status, result, errorJson, retryAt, release, deadReason,
     usage, waiting, resume)
 end

@@ -145,6 +145,14 @@ describe("ownership of keys and fields", () => {
       "null",
       "e",
       "hw:",
+      // Status words of events (statusEvent.lua) and how packRecord.lua writes each member.
+      "pending",
+      "retrying",
+      "completed",
+      "s",
+      "n",
+      "j",
+      "l",
     ]);
     const words = new Set<string>();
     for (const file of files(join(ROOT, "packages/store/lua"), ".lua")) {
@@ -178,7 +186,10 @@ describe("ownership of keys and fields", () => {
     const outcome = readFileSync(join(ROOT, "packages/store/lua/includes/recordOutcome.lua"), "utf8");
     const read = new Set([...luaTable(outcome, "OUTCOME_FIELDS", /'(\w+)'/g), ...luaTable(lua, "PACK_EXTRA_FIELDS", /'(\w+)'/g)]);
     for (const field of Object.keys(PACKED_NAMES)) expect(read.has(field), field).toBe(true);
-    expect(luaTable(lua, "PACK_JSON", /(\w+) = true/g)).toEqual(PACKED_JSON);
+    expect(luaTable(lua, "PACK_KIND", /(\w+) = 'j'/g)).toEqual(PACKED_JSON);
+    // Every member is written, each with a kind.
+    expect(luaTable(lua, "PACK_ORDER", /'(\w+)'/g)).toEqual(new Set(Object.keys(PACKED_NAMES)));
+    expect(luaTable(lua, "PACK_KIND", /(\w+) = '[snjl]'/g)).toEqual(new Set(Object.keys(PACKED_NAMES)));
   });
 
   it("every field RECORD_FIELDS lists is used by the store", () => {

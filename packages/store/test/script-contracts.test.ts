@@ -45,7 +45,12 @@ describe("script contracts", () => {
   it("the run reply startEntry builds carries the fields the TS decodes, in order", () => {
     const text = lua("includes/startEntry.lua");
     const built = /\{ 'run', ([\s\S]+?) \}\n/.exec(text.slice(text.indexOf("local function")))![1]!;
-    const names = built.split(",").map((s) => s.trim().replace(/ or .*$/, ""));
+    const names = built.split(",").map((s) =>
+      s
+        .trim()
+        .replace(/ or .*$/, "")
+        .replace(/^record\./, ""),
+    );
     expect(names).toEqual([...RUN_REPLY_FIELDS]);
     const documented = /\{ 'run', ([^}]+)\}/.exec(text.slice(0, text.indexOf("local function")))![1]!;
     expect(documented.split(",").map((s) => s.replace(/\n\s*--/g, "").trim())).toEqual([...RUN_REPLY_FIELDS]);

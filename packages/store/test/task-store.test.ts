@@ -251,6 +251,32 @@ describe("TaskStore batches", () => {
     expect(await redis.pttl(keys.task(runs[1]!.taskId))).toBe(-1);
   });
 
+  it("removes settled entries from their lane by trimming below the oldest pending one, and deletes those above it, never a pending or unread one", async () => {
+    await broker.ensureGroup("trim");
+    const tasks = Array.from({ length: 12 }, () => task({ queue: "trim", taskId: `trim/t${++n}` }));
+    await store.createMany("trim", tasks);
+    const lane = keys.queue("trim");
+    const ids = (await redis.xrange(lane, "-", "+")).map(([id]) => id);
+    const done = (runs: Array<{ kind: string; taskId?: string; priority?: "normal"; entryId?: string }>) =>
+      runs.map((r) => ({ taskId: r.taskId!, priority: "normal" as const, entryId: r.entryId!, attempt: 1, agent: "a", status: "COMPLETED" as const }));
+    // A long run holds the oldest entry; the next four are claimed and settled after it: they sit
+    // above the oldest pending entry, so they are deleted one by one (trimming would take the long run's).
+    const [long] = await store.claim("trim", "w1", 1);
+    const four = await store.claim("trim", "w2", 4);
+    await store.settle("trim", "w2", done(four));
+    expect((await redis.xrange(lane, "-", "+")).map(([id]) => id)).toEqual([ids[0], ...ids.slice(5)]);
+    // Then the long run ends: everything below the next pending entry goes, as one trim.
+    const three = await store.claim("trim", "w2", 3);
+    await store.settle("trim", "w1", done([long!]));
+    expect((await redis.xrange(lane, "-", "+")).map(([id]) => id)).toEqual(ids.slice(5));
+    // Nothing pending: a settle trims up to the last entry it settled, not into the unread ones.
+    await store.settle("trim", "w2", done(three));
+    expect((await redis.xrange(lane, "-", "+")).map(([id]) => id)).toEqual(ids.slice(8));
+    expect(await broker.depth("trim")).toMatchObject({ waiting: 4, inFlight: 0 });
+    // The unread entries still run.
+    expect((await store.claim("trim", "w3", 10)).map((r) => r.kind)).toEqual(["run", "run", "run", "run"]);
+  });
+
   it("claims the next batch in the call that settles the last one, and a resent call starts the same entries", async () => {
     await broker.ensureGroup("b3");
     const tasks = Array.from({ length: 4 }, () => task({ queue: "b3", taskId: `b3/t${++n}` }));

@@ -1,5 +1,5 @@
 -- Notes an entry of `lane` (1 high, 2 normal, 3 low) to be acknowledged and deleted when the call
--- finishes: one XACK and one XDEL per lane however many entries (see flushAcks).
+-- finishes: one XACK per lane however many entries, then trimmed or deleted (see flushAcks).
 local function queueAck(batch, lane, entryId)
   if entryId ~= '' then
     local ids = batch.acks[lane]

@@ -32,7 +32,7 @@ local function readNewEntries(batch, count, order, marker)
         local name = entryName(entry[2])
         out[#out + 1] = { lane = lane, entryId = entry[1], name = name, fields = entry[2] }
         if name then
-          noted[#noted + 1] = lane .. ' ' .. entry[1] .. ' ' .. name .. ';'
+          noted[#noted + 1] = laneText .. ' ' .. entry[1] .. ' ' .. name .. ';'
         end
         left = left - 1
       end

@@ -1,5 +1,5 @@
---- @include "idAfter"
---- @include "idBefore"
+--- @include "@flotilla/broker/idAfter"
+--- @include "@flotilla/broker/idBefore"
 -- The first id some group of the stream has not settled: below it every group has read and
 -- acknowledged every entry. For each group that is its oldest pending entry (pending entries
 -- include those waiting for a retry), else the entry after the last one delivered to it. Nil when

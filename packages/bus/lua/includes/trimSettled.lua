@@ -1,6 +1,6 @@
 --- @include "settledBelow"
---- @include "idAfter"
---- @include "idBefore"
+--- @include "@flotilla/broker/idAfter"
+--- @include "@flotilla/broker/idBefore"
 -- Trims a topic stream toward `maxLen` entries without removing an entry any group has not
 -- settled (see settledBelow): the cut is the lower of the length bound and the settled bound, and
 -- `~` lets Redis keep part of a node, so it only ever trims less. At most `TRIM_STEP` entries are

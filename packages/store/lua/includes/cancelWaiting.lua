@@ -7,9 +7,9 @@
 -- `handoff`: the record's as read.
 local function cancelWaiting(batch, key, taskId, attempt, agent, reason, seq, log, handoff)
   local errText = cjson.encode({ message = reason, code = 'CANCELLED' })
-  hsetAll(key, { 'status', 'CANCELLED', 'completedAt', batch.now, 'error', errText },
+  hsetAll(key, { 'status', 'CANCELLED', 'completedAt', batch.nowText, 'error', errText },
     statusEvent(batch, 'CANCELLED', taskId, attempt, agent, seq, log, ',"error":' .. errText))
   redis.call('PEXPIRE', key, batch.recordTtlMs)
   countStat(batch, 'cancelled')
-  noteHandoff(batch.now, key, taskId, handoff or false)
+  noteHandoff(batch.nowText, key, taskId, handoff or false)
 end

@@ -1,3 +1,4 @@
+--- @include "jsonString"
 -- Writes a COMPLETED task's record packed: its readable fields as one JSON object in the field 'z',
 -- beside the two every script's fence reads ('status', 'attempt') and a graph node's 'handoff' flag.
 -- Why: a record with a field over 64 bytes (a payload, a result, a status log) is a hash table, which
@@ -20,11 +21,6 @@ local PACK_SKIP = {
   signal = true, waiting = true, parked = true, parkedAt = true, error = true, queue = true, seq = true, taskId = true,
   completedAt = true, durationMs = true
 }
-local PACK_JSON = { result = true, usage = true, metadata = true }
--- Written bare, as numbers.
-local PACK_NUMBER = { createdAt = true, startedAt = true, waitMs = true,
-  maxRetries = true, maxDeliveries = true, retries = true, timeoutMs = true, runAt = true, cancelRequestedAt = true,
-  concurrencyLimit = true }
 -- Each member's opening: its short name ('"t":'), written whole so that packing makes no string for it.
 local PACK_NAMES = {
   agent = '"a":', createdAt = '"c":', startedAt = '"b":', waitMs = '"w":', workerId = '"k":', result = '"r":',
@@ -37,53 +33,40 @@ local PACK_NAMES = {
 -- field of RECORD_FIELDS (a test checks), so nothing a reader shows is left behind.
 local PACK_EXTRA_FIELDS = { 'createdAt', 'waitMs', 'workerId', 'result', 'usage', 'metadata', 'maxRetries',
   'maxDeliveries', 'timeoutMs', 'runAt', 'priority', 'detailed', 'submitId', 'concurrencyLimit' }
--- `names`, `values`: the fields read and what HMGET gave for them (false: absent); `updates`: the
--- outcome's own fields (a flat list of field, value), written over those; `attempt`, `handoff`: the
--- record's, as read (handoff false when absent).
-local function packRecord(key, ttlMs, names, values, updates, attempt, handoff)
-  local pending = {}
-  for i = 1, #updates, 2 do
-    pending[updates[i]] = updates[i + 1]
-  end
+-- The members in the order they are written, and how each is written: 'n' bare (a number), 'j' as
+-- the JSON it holds, 'l' as an array (the status log), 's' as a JSON string.
+local PACK_ORDER = { 'agent', 'createdAt', 'startedAt', 'waitMs', 'workerId', 'result', 'usage', 'metadata', 'maxRetries',
+  'maxDeliveries', 'retries', 'timeoutMs', 'runAt', 'priority', 'detailed', 'submitId', 'log', 'cancelRequestedAt',
+  'cancelReason', 'concurrencyKey', 'concurrencyLimit' }
+local PACK_KIND = {
+  agent = 's', createdAt = 'n', startedAt = 'n', waitMs = 'n', workerId = 's', result = 'j', usage = 'j', metadata = 'j',
+  maxRetries = 'n', maxDeliveries = 'n', retries = 'n', timeoutMs = 'n', runAt = 'n', priority = 's', detailed = 's',
+  submitId = 's', log = 'l', cancelRequestedAt = 'n', cancelReason = 's', concurrencyKey = 's', concurrencyLimit = 'n'
+}
+-- `record`: field -> text of what is packed (the record as read, the outcome's own values over it);
+-- `attempt`, `handoff`: the record's, as read (handoff false when absent).
+-- One pass over PACK_ORDER with a kind per member: a generic loop over every field read, with the
+-- skip, name and kind of each looked up in turn, cost a settle more than all its Redis commands.
+local function packRecord(key, ttlMs, record, attempt, handoff)
   -- Pieces added to one table and joined once: every concatenation makes (and hashes) a new Lua string.
   local pieces, n = { '{' }, 1
-  local function add(field, value)
-    local prefix = PACK_NAMES[field]
-    if PACK_SKIP[field] or not prefix then
-      return
-    end
-    pieces[n + 1] = prefix
-    if PACK_JSON[field] or PACK_NUMBER[field] then
-      -- Written by the scripts and checked by recordFault where they are read: plain JSON already.
-      pieces[n + 2] = value
-      n = n + 2
-    elseif field == 'log' then
-      pieces[n + 2], pieces[n + 3], pieces[n + 4] = '[', value, ']'
-      n = n + 4
-    elseif string.find(value, '^[%w_%.:%- /]*$') then
-      pieces[n + 2], pieces[n + 3], pieces[n + 4] = '"', value, '"'
-      n = n + 4
-    else
-      pieces[n + 2] = cjson.encode(value)
-      n = n + 2
-    end
-    pieces[n + 1] = ','
-    n = n + 1
-  end
-  for i = 1, #names do
-    local field = names[i]
-    local value = pending[field]
+  for i = 1, #PACK_ORDER do
+    local field = PACK_ORDER[i]
+    local value = record[field]
     if value then
-      pending[field] = nil
-    else
-      value = values[i]
+      local kind = PACK_KIND[field]
+      pieces[n + 1] = PACK_NAMES[field]
+      if kind == 's' then
+        pieces[n + 2] = jsonString(value)
+      elseif kind == 'l' then
+        pieces[n + 2] = '[' .. value .. ']'
+      else
+        -- Numbers and JSON written by the scripts (checked by recordFault where they are read): as they are.
+        pieces[n + 2] = value
+      end
+      pieces[n + 3] = ','
+      n = n + 3
     end
-    if value then
-      add(field, tostring(value))
-    end
-  end
-  for field, value in pairs(pending) do
-    add(field, tostring(value))
   end
   pieces[n] = '}'
   local packed = table.concat(pieces)

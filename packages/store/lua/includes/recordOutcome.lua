@@ -26,7 +26,7 @@
 -- Adds to batch.settled { 'ok', status, deadLettered (0|1) }, { 'rejected', reason, currentStatus }
 -- or { 'rejected', 'corrupt', why } (the record cannot be trusted: see recordFault).
 local OUTCOME_FIELDS = { 'status', 'attempt', 'startedAt', 'cancelRequestedAt', 'cancelReason', 'taskId', 'agent', 'seq',
-  'log', 'retries', 'handoff', 'concurrencyKey' }
+  'log', 'retries', 'handoff', 'concurrencyKey', 'lastBatch' }
 local function recordOutcome(batch, lane, entryId, name, attempt, target, result, errText, retryAt, release, reason, usage,
   waiting, resume)
   local key = batch.taskBase .. name
@@ -52,8 +52,8 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
     settled[#settled + 1] = { 'rejected', 'corrupt', fault }
     return
   end
-  local current, recorded, startedAt, cancelRequestedAt, cancelReason, taskId, agent, seq, log, retries, handoff, concurrency =
-    unpack(values, 1, #OUTCOME_FIELDS)
+  local current, recorded, startedAt, cancelRequestedAt, cancelReason, taskId, agent, seq, log, retries, handoff, concurrency,
+    lastBatch = unpack(values, 1, #OUTCOME_FIELDS)
   if not current then
     if owned() then
       queueAck(batch, lane, entryId)
@@ -81,7 +81,7 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
     settled[#settled + 1] = { 'rejected', 'stale', current }
     return
   end
-  local durationMs = batch.now - tonumber(startedAt or batch.now)
+  local durationMs = string.format('%d', batch.now - tonumber(startedAt or batch.now))
   if (target == 'RETRYING' or target == 'WAITING') and cancelRequestedAt then
     redis.call('HSET', key, 'durationMs', durationMs)
     cancelWaiting(batch, key, taskId, attempt, agent, cancelReason or 'cancelled', seq, log, handoff)
@@ -125,21 +125,33 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
   elseif target == 'RETRYING' then
     if release ~= '1' then
       fields[#fields + 1] = 'retries'
-      fields[#fields + 1] = tonumber(retries or '0') + 1
+      fields[#fields + 1] = string.format('%d', tonumber(retries or '0') + 1)
     end
     fields[#fields + 1] = 'retryAt'
     fields[#fields + 1] = retryAt
   else
     fields[#fields + 1] = 'completedAt'
-    fields[#fields + 1] = batch.now
+    fields[#fields + 1] = batch.nowText
   end
   local keep = isTerminal(target) and batch.keep and (target == 'FAILED' and batch.keep.failed or batch.keep.completed)
   local event = statusEvent(batch, target, taskId, attempt, agent, seq, log, extra, result)
   if target == 'COMPLETED' then
-    for i = 1, #event do
-      fields[#fields + 1] = event[i]
+    -- What is packed: the record as read, with this outcome's result, usage and status log over it.
+    local record = {}
+    for i = 1, #names do
+      local value = values[i]
+      if value then
+        record[names[i]] = value
+      end
     end
-    packRecord(key, keep and keep.ageMs or batch.recordTtlMs, names, values, fields, attempt, handoff)
+    if result ~= '' then
+      record.result = result
+    end
+    if usage ~= '' then
+      record.usage = usage
+    end
+    record.log = event[4]
+    packRecord(key, keep and keep.ageMs or batch.recordTtlMs, record, attempt, handoff)
   else
     if isTerminal(target) and tonumber(attempt) > 1 then
       redis.call('HDEL', key, 'result', 'retryAt', 'resume', 'signal')
@@ -151,12 +163,12 @@ local function recordOutcome(batch, lane, entryId, name, attempt, target, result
       redis.call('PEXPIRE', key, keep and keep.ageMs or batch.recordTtlMs)
     end
     if batch.streams then
-      endStream(batch.streams, name, seq, log)
+      endStream(batch.streams, name, lastBatch)
     end
     if keep then
       keepLatest(batch, keep, name)
     end
-    noteHandoff(batch.now, key, taskId, handoff)
+    noteHandoff(batch.nowText, key, taskId, handoff)
   end
   if concurrency then
     -- It no longer runs (ended, or waits for its retry): its key's slot goes to the next waiting task.

@@ -8,7 +8,7 @@
 --   producer does not repeat what readers already saw.
 -- Returns -1 when fenced out; -2 and why when the record cannot be trusted (nothing written); else the record's seq before the batch and how many leading events
 -- of the batch to drop (count when there is nothing to write). Writes the new seq and the batch's
--- bookkeeping in one HSET.
+-- bookkeeping in one HSET; either way 'lastBatch' is set, which the task's end reads (endStream).
 local EVENT_SEQ_FIELDS = { 'status', 'attempt', 'lastBatch', 'seq' }
 local function reserveEventSeqs(key, attempt, batchId, count)
   local values = redis.pcall('HMGET', key, unpack(EVENT_SEQ_FIELDS))
@@ -43,6 +43,12 @@ local function reserveEventSeqs(key, attempt, batchId, count)
   if skip == count then
     return before, count
   end
-  redis.call('HSET', key, 'seq', before + count - skip, field, mark)
+  if scope then
+    -- lastBatch also tells the task's end that it has an event stream (see endStream).
+    redis.call('HSET', key, 'seq', string.format('%d', before + count - skip), field, string.format('%d', mark), 'lastBatch',
+      batchId)
+  else
+    redis.call('HSET', key, 'seq', string.format('%d', before + count - skip), field, mark)
+  end
   return before, skip
 end

@@ -6,7 +6,7 @@
 --- @include "cancelWaiting"
 --- @include "countStat"
 --- @include "countWait"
---- @include "recordFault"
+--- @include "readRecord"
 --- @include "noteHandoff"
 --- @include "concurrencySet"
 --- @include "takeConcurrencySlot"
@@ -31,24 +31,17 @@
 --   { 'dead', lane, entryId, name, attempts, lastError }
 --   { 'missing', lane, entryId, name }
 --   { 'corrupt', lane, entryId, name, reason }: the record cannot be trusted (see recordFault)
-local START_FIELDS = { 'status', 'attempt', 'cancelRequestedAt', 'createdAt', 'agent', 'payload', 'cancelReason',
-  'timeoutMs', 'detailed', 'waitMs', 'metadata', 'maxDeliveries', 'workerId', 'error', 'retries', 'maxRetries', 'backoff',
-  'entryId', 'seq', 'log', 'deliveriesBase', 'taskId', 'trace', 'handoff', 'concurrencyKey', 'concurrencyLimit', 'parked', 'parkedAt',
-  'resume', 'signal', 'signature' }
 local function startEntry(batch, lane, entryId, name, reclaimed)
   local key = batch.taskBase .. name
-  local values = redis.pcall('HMGET', key, unpack(START_FIELDS))
-  -- A missing record (all fields nil) is told apart below; anything else is checked before any write.
-  local fault = (values.err or values[1]) and recordFault(START_FIELDS, values)
-  if fault then
+  local record, fault = readRecord(key)
+  if not record then
     -- Nothing written: the worker dead-letters the entry and fails the record (see failCorrupt-4.lua).
     batch.replies[#batch.replies + 1] = { 'corrupt', lane, entryId, name, fault }
     return
   end
-  local status, attempts, cancelRequestedAt, createdAt, agent, payload, cancelReason, timeoutMs, detailed, waitMs,
-    metadata, maxDeliveries, workerId, lastError, retries, maxRetries, backoff, heldEntryId, seq, log,
-    deliveriesBase, taskId, trace, handoff, concurrency, concurrencyLimit, parked, parkedAt, resume, signal, signature =
-    unpack(values, 1, #START_FIELDS)
+  local status, attempts, cancelRequestedAt, agent, taskId, seq, log, handoff, concurrency =
+    record.status, record.attempt, record.cancelRequestedAt, record.agent, record.taskId, record.seq, record.log,
+    record.handoff, record.concurrencyKey
   local replies = batch.replies
   local now = batch.now
   if not status then
@@ -61,13 +54,13 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
     return
   end
   local function run(attempt)
-    local waitedMs = now - tonumber(createdAt or now)
-    replies[#replies + 1] = { 'run', lane, entryId, name, attempt, payload, timeoutMs or '', detailed or '0',
-      metadata or '{}', agent, retries or '0', maxRetries or '0', backoff or '', waitedMs, trace or '', resume or '',
-      signal or '', signature or '' }
+    local waitedMs = now - tonumber(record.createdAt or now)
+    replies[#replies + 1] = { 'run', lane, entryId, name, attempt, record.payload, record.timeoutMs or '',
+      record.detailed or '0', record.metadata or '{}', agent, record.retries or '0', record.maxRetries or '0',
+      record.backoff or '', waitedMs, record.trace or '', record.resume or '', record.signal or '', record.signature or '' }
   end
   if status == 'RUNNING' and not reclaimed then
-    if workerId == batch.consumer and heldEntryId == entryId then
+    if record.workerId == batch.consumer and record.entryId == entryId then
       run(tonumber(attempts))
     else
       -- A second entry for a task that is running under a live lease.
@@ -79,7 +72,7 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
   local started = tonumber(attempts or '0')
   if cancelRequestedAt then
     -- Cancel was stored while it waited (or its worker died): end it here, never run it.
-    cancelWaiting(batch, key, taskId, started, agent, cancelReason or 'cancelled', seq, log, handoff)
+    cancelWaiting(batch, key, taskId, started, agent, record.cancelReason or 'cancelled', seq, log, handoff)
     if concurrency then
       releaseConcurrencySlot(batch, concurrency, name)
     end
@@ -87,51 +80,54 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
     replies[#replies + 1] = { 'skip', lane, entryId, name, 'cancelled', 'CANCELLED' }
     return
   end
-  local limit = tonumber(maxDeliveries or '0')
-  if limit > 0 and started - tonumber(deliveriesBase or '0') >= limit then
+  local limit = tonumber(record.maxDeliveries or '0')
+  if limit > 0 and started - tonumber(record.deliveriesBase or '0') >= limit then
     local errText = cjson.encode({ message = 'gave up after ' .. started .. ' deliveries (maxDeliveries ' ..
       limit .. ')', code = 'DELIVERY_LIMIT' })
-    hsetAll(key, { 'status', 'FAILED', 'completedAt', now, 'error', errText },
+    hsetAll(key, { 'status', 'FAILED', 'completedAt', batch.nowText, 'error', errText },
       statusEvent(batch, 'FAILED', taskId, started, agent, seq, log, ',"error":' .. errText))
     redis.call('PEXPIRE', key, batch.recordTtlMs)
     countStat(batch, 'failed')
-    noteHandoff(now, key, taskId, handoff)
+    noteHandoff(batch.nowText, key, taskId, handoff or false)
     if concurrency then
       releaseConcurrencySlot(batch, concurrency, name)
     end
-    replies[#replies + 1] = { 'dead', lane, entryId, name, started, lastError or '' }
+    replies[#replies + 1] = { 'dead', lane, entryId, name, started, record.error or '' }
     return
   end
-  if concurrency and status ~= 'RUNNING' and not takeConcurrencySlot(batch, concurrency, name, tonumber(concurrencyLimit) or 1) then
-    if not parked then
+  if concurrency and status ~= 'RUNNING' and
+    not takeConcurrencySlot(batch, concurrency, name, tonumber(record.concurrencyLimit) or 1) then
+    if not record.parked then
       local waiting = concurrencySet(batch, concurrency) .. ':waiting'
-      if parkedAt then
+      if record.parkedAt then
         redis.call('LPUSH', waiting, name)
       else
         redis.call('RPUSH', waiting, name)
       end
-      redis.call('HSET', key, 'parked', lane, 'parkedAt', now)
+      redis.call('HSET', key, 'parked', lane, 'parkedAt', batch.nowText)
     end
     queueAck(batch, lane, entryId)
     replies[#replies + 1] = { 'skip', lane, entryId, name, 'parked', status }
     return
   end
   local attempt = started + 1
-  local fields = { 'status', 'RUNNING', 'attempt', attempt, 'workerId', batch.consumer, 'startedAt', now, 'entryId', entryId }
+  local attemptText = string.format('%d', attempt)
+  local fields = { 'status', 'RUNNING', 'attempt', attemptText, 'workerId', batch.consumer, 'startedAt', batch.nowText,
+    'entryId', entryId }
   if status == 'WAITING' then
     -- Its wait timed out: it no longer waits for the signal (one sent now is refused).
     redis.call('HDEL', key, 'waiting')
   end
-  if not waitMs then
-    local waited = now - tonumber(createdAt or now)
+  if not record.waitMs then
+    local waited = now - tonumber(record.createdAt or now)
     fields[#fields + 1] = 'waitMs'
-    fields[#fields + 1] = waited
+    fields[#fields + 1] = string.format('%d', waited)
     countWait(batch, waited)
   end
   local extra = ',"workerId":' .. jsonString(batch.consumer)
   if status == 'RUNNING' then
-    extra = extra .. ',"takenOverFrom":' .. jsonString(workerId or '')
+    extra = extra .. ',"takenOverFrom":' .. jsonString(record.workerId or '')
   end
-  hsetAll(key, fields, statusEvent(batch, 'RUNNING', taskId, attempt, agent, seq, log, extra))
+  hsetAll(key, fields, statusEvent(batch, 'RUNNING', taskId, attemptText, agent, seq, log, extra))
   run(attempt)
 end

@@ -7,10 +7,16 @@
 -- the published copy: the record holds it once, in its `result` field, and readers put it back.
 -- Built by concatenation: this runs for every task, twice.
 -- Returns the fields to write with the record's own HSET: 'seq', next, 'log', log with the event.
+local STATUS_WORDS = { PENDING = 'pending', RUNNING = 'running', RETRYING = 'retrying', WAITING = 'waiting',
+  COMPLETED = 'completed', FAILED = 'failed', CANCELLED = 'cancelled' }
 local function statusEvent(batch, status, taskId, attempt, agent, seq, log, extra, result)
-  local nextSeq = tonumber(seq or '0') + 1
-  local lower = string.lower(status)
-  local rest = ',"attempt":' .. tonumber(attempt) .. ',"ts":' .. batch.now .. (extra or '') .. '}'
+  -- Numbers as text made once, with integer formatting: see @flotilla/broker/redisClock for why.
+  local nextSeq = string.format('%d', (tonumber(seq) or 0) + 1)
+  if type(attempt) == 'number' then
+    attempt = string.format('%d', attempt)
+  end
+  local lower = STATUS_WORDS[status]
+  local rest = ',"attempt":' .. attempt .. ',"ts":' .. batch.nowText .. (extra or '') .. '}'
   local text = '{"seq":' .. nextSeq .. ',"status":"' .. lower .. '"' .. rest
   local full = '{"seq":' .. nextSeq .. ',"type":"status","status":"' .. lower .. '","taskId":"' .. taskId .. '","agent":' ..
     jsonString(agent or '') .. rest
