@@ -32,6 +32,8 @@ export async function drain(
   const stats = await commandStats(admin);
   const before = await redisFigures(admin);
   const chunk = 1000;
+  const workerCpu0 = stop.cpuSeconds();
+  const ownCpu0 = process.cpuUsage();
   let started: number;
   if (system === "flotilla") {
     const client = new FlotillaClient({ redis: ctx.url, prefix });
@@ -58,6 +60,8 @@ export async function drain(
     await queue.close();
   }
   const seconds = (performance.now() - started) / 1000;
+  const workerCpu = stop.cpuSeconds() - workerCpu0;
+  const ownCpu = process.cpuUsage(ownCpu0);
   const after = await redisFigures(admin);
   const statsAfter = await commandStats(admin);
   await stop();
@@ -67,6 +71,12 @@ export async function drain(
     seconds: Math.round(seconds * 1000) / 1000,
     commandsPerTask: Math.round(((after.calls - before.calls) / tasks) * 100) / 100,
     redisCpuMicrosPerTask: Math.round((after.cpuMicros - before.cpuMicros) / tasks),
+    // How busy Redis was from the first submit to the last outcome (INFO cpu over wall time): 1 is a
+    // whole core, the most one Redis can give.
+    redisBusy: Math.round((after.cpuMicros - before.cpuMicros) / 1e4 / seconds) / 100,
+    workerCpuMicrosPerTask: Math.round((workerCpu * 1e6) / tasks),
+    // The submitting client (this process, which also polls for the end).
+    clientCpuMicrosPerTask: Math.round((ownCpu.user + ownCpu.system) / tasks),
     bytesPerTask: Math.round((after.memory - before.memory) / tasks),
     ...(options.byCommand && {
       commandsPerTaskByCommand: callsPer(stats, statsAfter, tasks),

@@ -225,7 +225,12 @@ export class FlotillaClient {
     return withSpan("flotilla.submit", { kind: SpanKind.PRODUCER, attributes: { "flotilla.tasks": prepared.length } }, () =>
       withRedis(redis, async () => {
         const byQueue = new Map<string, number[]>();
-        for (const [i, p] of prepared.entries()) byQueue.set(p.options.queue, [...(byQueue.get(p.options.queue) ?? []), i]);
+        for (let i = 0; i < prepared.length; i++) {
+          const queue = prepared[i]!.options.queue;
+          const indexes = byQueue.get(queue);
+          if (indexes) indexes.push(i);
+          else byQueue.set(queue, [i]);
+        }
         for (const queue of byQueue.keys()) await this.knowQueue(queue);
         const created: boolean[] = new Array(prepared.length).fill(false);
         await Promise.all(

@@ -54,19 +54,17 @@ export interface SubmissionLimits {
  */
 export function prepareSubmission(agent: AgentLike, input: JsonValue, options: SubmitOptions, limits: SubmissionLimits, now: number): Submission {
   const { maxPayloadBytes, maxJsonDepth } = limits;
-  const raw = serialise(agent);
-  checkJsonDepth(raw, maxJsonDepth, "agent");
+  const { spec, json: specJson } = checkedSpec(agent, maxJsonDepth);
   checkJsonDepth((options as { metadata?: unknown } | null | undefined)?.metadata, maxJsonDepth, "metadata");
   // The rest of the options (metadata is one level down in them): a backstop for fields zod refuses.
   checkJsonDepth(options, maxJsonDepth + 1, "options");
   checkJsonDepth(input, maxJsonDepth, "input");
-  assertAcyclic(raw, "agent");
   assertAcyclic(options, "options");
   assertAcyclic(input, "input");
-  const spec = parseInput(RunnableSpecSchema, raw, "agent");
   const opts = parseInput(SubmitOptionsSchema, options, "options");
   const value = parseInput(JsonValueSchema, input, "input");
-  const payload = JSON.stringify({ agent: spec, input: value });
+  // The JSON of { agent: spec, input }, the spec's part made once per agent.
+  const payload = `{"agent":${specJson},"input":${JSON.stringify(value)}}`;
   const bytes = Buffer.byteLength(payload);
   if (bytes > maxPayloadBytes) throw ValidationError.of("input", "input", `payload is ${bytes} bytes; the limit is ${maxPayloadBytes}`);
   if (opts.concurrencyKey !== undefined && opts.concurrencyLimit === undefined) opts.concurrencyLimit = limits.concurrencyLimits?.[opts.queue];
@@ -88,6 +86,39 @@ function nameFor(opts: ResolvedSubmitOptions): string {
 function serialise(agent: AgentLike): unknown {
   if (agent && typeof (agent as Serializable).toJSON === "function") return (agent as Serializable).toJSON();
   return agent;
+}
+
+/**
+ * The specs of the Agent and Swarm objects (anything with `toJSON()`) already checked, by object:
+ * an application submits with the same few agents, and checking one again (depth, cycles, schema)
+ * cost more than the rest of a submit. Kept with the JSON `toJSON()` gave, so an object whose
+ * `toJSON()` says something else now is checked again.
+ */
+const checkedSpecs = new WeakMap<object, { raw: string; spec: RunnableSpec; json: string }>();
+
+/** The agent's spec, checked (a ValidationError naming the bad field), and its JSON. */
+function checkedSpec(agent: AgentLike, maxJsonDepth: number): { spec: RunnableSpec; json: string } {
+  const raw = serialise(agent);
+  const serializable = agent !== null && typeof agent === "object" && raw !== agent;
+  let text: string | undefined;
+  if (serializable) {
+    const known = checkedSpecs.get(agent);
+    // Only a spec as plain as JSON.stringify can tell (depth and cycles are checked before it).
+    if (known) {
+      try {
+        text = JSON.stringify(raw);
+      } catch {
+        text = undefined;
+      }
+      if (text === known.raw) return known;
+    }
+  }
+  checkJsonDepth(raw, maxJsonDepth, "agent");
+  assertAcyclic(raw, "agent");
+  const spec = parseInput(RunnableSpecSchema, raw, "agent");
+  const checked = { raw: text ?? JSON.stringify(raw), spec, json: JSON.stringify(spec) };
+  if (serializable) checkedSpecs.set(agent, checked);
+  return checked;
 }
 
 /** The task a submission creates, as the store takes it (without a trace context: the caller's span adds it). */

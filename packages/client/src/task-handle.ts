@@ -23,6 +23,9 @@ import { type FlotillaEvent, isTerminalEvent, type StatusEvent, streamEvents } f
 import type { TaskResult } from "@flotilla/store";
 import type { ClientContext } from "./context.ts";
 
+/** A task still running is read again this often while its end is awaited (see result()). */
+export const RECHECK_MS = 5000;
+
 export interface ResultOptions {
   /** Give up (WaitTimeoutError) after this long. @default no limit */
   timeoutMs?: number;
@@ -115,7 +118,15 @@ export class TaskHandle<R = AgentResult> {
           continue;
         }
         if (isTerminal(record.status)) return settle(record) as R;
-        const why = await Promise.race([woken, expired, aborted]);
+        // Woken by the notification, or after a while anyway: a message lost where no reconnect
+        // told of it (a failover's catch-up read answered by a node that was behind) must not leave
+        // the caller waiting for ever.
+        let recheck: NodeJS.Timeout | undefined;
+        const quiet = new Promise<"woken">((resolve) => {
+          recheck = setTimeout(resolve, RECHECK_MS, "woken");
+        });
+        const why = await Promise.race([woken, quiet, expired, aborted]);
+        clearTimeout(recheck);
         if (why === "timeout") throw new WaitTimeoutError(`task ${this.taskId} to finish`, timeoutMs!);
         if (why === "aborted") throw signal!.reason;
       }

@@ -3,6 +3,7 @@ import { scripted, shardSubscribers, startRedisServer, waitFor } from "@flotilla
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
 import { FlotillaClient } from "../src/index.ts";
+import { RECHECK_MS } from "../src/task-handle.ts";
 
 // A TaskHandle on records and status messages written by hand: every way a wait for a result ends.
 describe("TaskHandle", () => {
@@ -82,6 +83,17 @@ describe("TaskHandle", () => {
     await h.redis.spublish(h.keys.statusChannel("th4"), "garbled");
     expect(await result).toBe(7);
   });
+
+  it("looks at the record again after a quiet while: an end whose message never came (no reconnect told of it) is still found", async () => {
+    const handle = await waiting("th6");
+    const result = handle.result({ timeoutMs: RECHECK_MS * 2 });
+    await waitFor(async () => (await shardSubscribers(h.redis, h.keys.statusChannel("th6"))) === 1, { what: "the watch" });
+    // Past its first look at the record (right after the watch is in place).
+    await new Promise((r) => setTimeout(r, 300));
+    // Finished with no message at all.
+    await h.redis.hset(h.keys.task(handle.taskId), { status: "COMPLETED", result: "8" });
+    expect(await result).toBe(8);
+  }, 20_000);
 
   it("gives up after timeoutMs, and on an abort with the signal's reason, leaving no listener behind", async () => {
     const handle = await waiting("th5");

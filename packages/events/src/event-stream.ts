@@ -5,6 +5,9 @@ import type { Redis } from "ioredis";
 import { type FlotillaEvent, FlotillaEventSchema, isTerminalEvent } from "./schema.ts";
 import type { StatusFeed } from "./status-feed.ts";
 
+/** A live stream with nothing new reads the task again after this long (see streamEvents). */
+export const QUIET_RECHECK_MS = 5000;
+
 export interface StreamEventsOptions {
   /** Yield only events with a seq greater than this (resume after the last one seen). @default 0 */
   after?: number;
@@ -213,10 +216,19 @@ export async function* streamEvents(
         live = [...caught.events, ...live];
       }
       if (live.length === 0) {
+        // Quiet for a while: read the stream and record again. A message lost where no reconnect
+        // told of it (a failover's catch-up read answered by a node that was behind) must not stall
+        // the stream for ever.
+        let recheck: NodeJS.Timeout | undefined;
         await new Promise<void>((resolve) => {
           wake = resolve;
+          recheck = setTimeout(() => {
+            needCatchUp = true;
+            notify();
+          }, QUIET_RECHECK_MS);
           if (live.length > 0 || needCatchUp || signal?.aborted) notify();
         });
+        clearTimeout(recheck);
         continue;
       }
       // Two channels feed `live`; order by seq before checking for gaps.

@@ -35,8 +35,15 @@ export interface PublisherOptions {
  * (at most MAX_BATCH events a call): a task that emits faster than its round trips batches more,
  * rather than queueing one call per tick behind each other.
  */
+/** The chain of a publisher that has sent nothing yet. */
+const IDLE: Promise<void> = Promise.resolve();
+
 export class EventPublisher {
-  private readonly log: TaskEventLog;
+  private readonly redis: Redis;
+  private readonly keys: Keys;
+  private readonly retention: Retention;
+  /** Made at the first send: most tasks of a plain executor publish nothing, and pay nothing for it. */
+  private log: TaskEventLog | undefined;
   private readonly opts: PublisherOptions;
   private buffer: string[] = [];
   private types: string[] = [];
@@ -45,22 +52,23 @@ export class EventPublisher {
   private queued: string[] = [];
   private queuedTypes: string[] = [];
   /** Sends the queued events, a call at a time, until none is left; resolves then. */
-  private chain: Promise<void> = Promise.resolve();
+  private chain: Promise<void> = IDLE;
   private sending = false;
   private stale = false;
   private failure: unknown;
   private batches = 0;
   /** Events handed to `send` so far (their scope index). */
   private sent = 0;
-  /** The fields the worker stamps on every event, as JSON members; `ts` is added per event. */
-  private readonly stamp: string;
+  /** The fields the worker stamps on every event, as JSON members; `ts` is added per event (made at the first emit). */
+  private stamp: string | undefined;
   /** Number of events Redis accepted. */
   published = 0;
 
   constructor(redis: Redis, keys: Keys, retention: Retention, options: PublisherOptions) {
-    this.log = new TaskEventLog(redis, keys, retention, options.taskId);
+    this.redis = redis;
+    this.keys = keys;
+    this.retention = retention;
     this.opts = options;
-    this.stamp = `,"taskId":${JSON.stringify(options.taskId)},"attempt":${options.attempt},"agent":${JSON.stringify(options.agent)},"ts":`;
   }
 
   get isStale(): boolean {
@@ -73,7 +81,9 @@ export class EventPublisher {
     // none of the stamped keys; were one there anyway, the stamp comes later and wins in JSON.parse.)
     const body = JSON.stringify(event);
     if (this.opts.onPublished) this.types.push(event.type);
-    this.buffer.push(`${body.length > 2 ? body.slice(0, -1) : "{"}${body.length > 2 ? this.stamp : this.stamp.slice(1)}${Date.now()}}`);
+    const o = this.opts;
+    const stamp = (this.stamp ??= `,"taskId":${JSON.stringify(o.taskId)},"attempt":${o.attempt},"agent":${JSON.stringify(o.agent)},"ts":`);
+    this.buffer.push(`${body.length > 2 ? body.slice(0, -1) : "{"}${body.length > 2 ? stamp : stamp.slice(1)}${Date.now()}}`);
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => {
@@ -108,6 +118,8 @@ export class EventPublisher {
       // A call on its way takes these next, in the same loop: the chain resolves once they are in.
       if (!this.sending) this.chain = this.pump();
     }
+    // Nothing was ever sent (most tasks of a plain executor): no promise to chain.
+    if (this.chain === IDLE && this.failure === undefined) return IDLE;
     return this.chain.then(() => {
       if (this.failure) throw this.failure;
     });
@@ -159,6 +171,7 @@ export class EventPublisher {
     const giveUpAt = Date.now() + (this.opts.resendForMs ?? RESEND_FOR_MS);
     for (let tries = 0; ; tries++) {
       try {
+        this.log ??= new TaskEventLog(this.redis, this.keys, this.retention, this.opts.taskId);
         return await this.log.append(this.opts.anyAttempt ? "*" : this.opts.attempt, batchId, batch);
       } catch (err) {
         if (!isConnectionFailure(err) || this.stale || Date.now() > giveUpAt) throw err;

@@ -3,7 +3,7 @@ import { openRedis, SubscriberHub } from "@flotilla/core/redis";
 import { TestTaskStore } from "@flotilla/store/testing";
 import { onCluster, purgePrefix, redisUrl, shardSubscribers, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
-import { type EventSource, readEvents, streamEvents } from "../src/event-stream.ts";
+import { type EventSource, QUIET_RECHECK_MS, readEvents, streamEvents } from "../src/event-stream.ts";
 import { EventPublisher } from "../src/publisher.ts";
 import type { FlotillaEvent } from "../src/schema.ts";
 import { StatusFeed } from "../src/status-feed.ts";
@@ -129,6 +129,26 @@ describe("streamEvents", () => {
     expect(seqs(rest)).toEqual([3, 4, 5]);
     expect(rest.slice(0, 2).map((e) => (e as { delta: string }).delta)).toEqual(["lost", "heard again"]);
   });
+
+  it("reads the task again after a quiet while: an end whose messages never came (no reconnect told of it) still ends the stream", async () => {
+    const taskId = await runningTask();
+    const reader = streamEvents(source(newHub()), taskId);
+    expect((await reader.next()).value).toMatchObject({ seq: 1, status: "running" });
+    // The end is written as the settle script writes it, but its message goes to a channel nobody reads.
+    const { scripts } = await import("@flotilla/store/testing");
+    const body = JSON.stringify({ type: "text", delta: "unheard", taskId, attempt: 1, ts: Date.now(), agent: "a" });
+    await scripts.publish.run(redis, [keys.task(taskId), keys.events(taskId), keys.eventsChannel("q/nobody-listens")], [1, 1000, 60_000, "quiet:1", body]);
+    await redis.hset(keys.task(taskId), {
+      status: "COMPLETED",
+      seq: "3",
+      log: `${(await redis.hget(keys.task(taskId), "log"))!},{"seq":3,"status":"completed","attempt":1,"ts":${Date.now()}}`,
+    });
+    const started = Date.now();
+    const rest = await collect(reader);
+    expect(seqs(rest)).toEqual([2, 3]);
+    expect(rest.at(-1)).toMatchObject({ type: "status", status: "completed" });
+    expect(Date.now() - started).toBeLessThan(QUIET_RECHECK_MS * 3);
+  }, 20_000);
 
   it("throws TaskNotFoundError for a task that does not exist", async () => {
     await expect(collect(streamEvents(source(newHub()), "q/never-was"))).rejects.toBeInstanceOf(TaskNotFoundError);

@@ -12,7 +12,7 @@ import {
   taskIdOf,
   type WaitRequest,
 } from "@flotilla/core";
-import { decodeRow, RUN_REPLY_FIELDS } from "./script-fields.ts";
+import { decodeRow, RUN_REPLY_FIELDS, type RUN_REPLY_OPTIONAL } from "./script-fields.ts";
 
 /** What a worker needs to run a started task. */
 export interface RunnableTask {
@@ -104,6 +104,9 @@ function parseBackoff(text: string): Backoff | undefined {
 
 function parseRun(queue: string, r: readonly unknown[]): StartReply {
   const f = decodeRow(RUN_REPLY_FIELDS, r, 1);
+  // Then the fields the record holds, by name (RUN_REPLY_OPTIONAL).
+  const o: Partial<Record<(typeof RUN_REPLY_OPTIONAL)[number], string>> = {};
+  for (let i = 1 + RUN_REPLY_FIELDS.length; i + 1 < r.length; i += 2) o[String(r[i]) as keyof typeof o] = String(r[i + 1]);
   return {
     kind: "run",
     priority: laneOf(f.lane),
@@ -111,18 +114,18 @@ function parseRun(queue: string, r: readonly unknown[]): StartReply {
     taskId: taskIdOf(queue, f.name),
     attempt: Number(f.attempt),
     payload: f.payload,
-    timeoutMs: f.timeoutMs ? Number(f.timeoutMs) : undefined,
-    detailed: f.detailed === "1",
-    metadata: f.metadata || "{}",
+    timeoutMs: o.timeoutMs ? Number(o.timeoutMs) : undefined,
+    detailed: o.detailed === "1",
+    metadata: o.metadata || "{}",
     agent: f.agent,
-    retries: Number(f.retries || 0),
-    maxRetries: Number(f.maxRetries || 0),
-    backoff: parseBackoff(f.backoff),
+    retries: Number(o.retries || 0),
+    maxRetries: Number(o.maxRetries || 0),
+    backoff: parseBackoff(o.backoff ?? ""),
     waitedMs: Number(f.waitedMs || 0),
-    trace: f.trace || undefined,
-    resume: f.resume || undefined,
-    signal: f.signal || undefined,
-    signature: f.signature || undefined,
+    trace: o.trace || undefined,
+    resume: o.resume || undefined,
+    signal: o.signal || undefined,
+    signature: o.signature || undefined,
   };
 }
 

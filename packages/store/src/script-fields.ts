@@ -45,26 +45,11 @@ export const SETTLE_OUTCOME_FIELDS = [
   "resume",
 ] as const;
 
-/** includes/startEntry.lua: a `run` reply after its leading 'run'. */
-export const RUN_REPLY_FIELDS = [
-  "lane",
-  "entryId",
-  "name",
-  "attempt",
-  "payload",
-  "timeoutMs",
-  "detailed",
-  "metadata",
-  "agent",
-  "retries",
-  "maxRetries",
-  "backoff",
-  "waitedMs",
-  "trace",
-  "resume",
-  "signal",
-  "signature",
-] as const;
+/** includes/startEntry.lua: a `run` reply after its leading 'run' (then RUN_REPLY_OPTIONAL's, by name). */
+export const RUN_REPLY_FIELDS = ["lane", "entryId", "name", "attempt", "payload", "agent", "waitedMs"] as const;
+
+/** includes/startEntry.lua's RUN_OPTIONAL: the fields a `run` reply carries as name, value pairs, when the record has them. */
+export const RUN_REPLY_OPTIONAL = ["timeoutMs", "detailed", "metadata", "retries", "maxRetries", "backoff", "trace", "resume", "signal", "signature"] as const;
 
 export type Row<F extends readonly string[]> = { readonly [K in F[number]]: string | number };
 

@@ -2,7 +2,7 @@
 // the Lua unpacks, what the reply carries, and the field lists the TS encodes and decodes with.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { CREATE_TASK_FIELDS, RUN_REPLY_FIELDS, SETTLE_OUTCOME_FIELDS, START_ENTRY_FIELDS } from "../src/script-fields.ts";
+import { CREATE_TASK_FIELDS, RUN_REPLY_FIELDS, RUN_REPLY_OPTIONAL, SETTLE_OUTCOME_FIELDS, START_ENTRY_FIELDS } from "../src/script-fields.ts";
 
 const lua = (file: string) => readFileSync(new URL(`../lua/${file}`, import.meta.url), "utf8");
 
@@ -42,7 +42,7 @@ describe("script contracts", () => {
     });
   }
 
-  it("the run reply startEntry builds carries the fields the TS decodes, in order", () => {
+  it("the run reply startEntry builds carries the fields the TS decodes, in order, then the optional ones by name", () => {
     const text = lua("includes/startEntry.lua");
     const built = /\{ 'run', ([\s\S]+?) \}\n/.exec(text.slice(text.indexOf("local function")))![1]!;
     const names = built.split(",").map((s) =>
@@ -54,5 +54,7 @@ describe("script contracts", () => {
     expect(names).toEqual([...RUN_REPLY_FIELDS]);
     const documented = /\{ 'run', ([^}]+)\}/.exec(text.slice(0, text.indexOf("local function")))![1]!;
     expect(documented.split(",").map((s) => s.replace(/\n\s*--/g, "").trim())).toEqual([...RUN_REPLY_FIELDS]);
+    const optional = /local RUN_OPTIONAL = \{([^}]+)\}/.exec(text)![1]!;
+    expect([...optional.matchAll(/'(\w+)'/g)].map((m) => m[1])).toEqual([...RUN_REPLY_OPTIONAL]);
   });
 });

@@ -2,7 +2,6 @@ import type { Lane } from "@flotilla/broker";
 import type { CancelListener } from "@flotilla/cancel";
 import {
   AbortReason,
-  AgentPayloadSchema,
   type Backoff,
   backoffDelay,
   checkJsonDepth,
@@ -18,6 +17,7 @@ import {
   type Resumption,
   type Retention,
   type RunnableSpec,
+  RunnableSpecSchema,
   SignalDeliverySchema,
   type TaskError,
   type TaskPayload,
@@ -33,7 +33,13 @@ import type { Redis } from "ioredis";
 import { z } from "zod";
 import type { Executor, NodeExecutionContext, NodeExecutor } from "./executor.ts";
 
-const MetadataSchema = z.record(z.string(), JsonValueSchema);
+// What a task record holds was parsed with JSON.parse (so every value in it is JSON) and its depth
+// checked: these schemas check its shape, not each JSON value again (that cost every task a walk
+// of its input).
+const MetadataSchema = z.record(z.string(), z.unknown());
+const StoredAgentPayloadSchema = z
+  .object({ agent: RunnableSpecSchema, input: z.custom<JsonValue>((v) => v !== undefined, { message: "Invalid input: expected a JSON value" }) })
+  .strict();
 const CarrierSchema = z.record(z.string(), z.string());
 
 export type RunReply = Extract<StartReply, { kind: "run" }>;
@@ -137,8 +143,10 @@ export class AttemptRunner {
       checkJsonDepth(rawMetadata, maxDepth, "metadata");
       // A node's payload names its node; any other is an agent's (so a bad one is told by the field at fault).
       const isNode = typeof rawPayload === "object" && rawPayload !== null && "node" in rawPayload;
-      payload = parseStored(isNode ? NodePayloadSchema : AgentPayloadSchema, rawPayload, `payload of task ${taskId}`);
-      metadata = parseStored(MetadataSchema, rawMetadata, `metadata of task ${taskId}`);
+      payload = isNode
+        ? parseStored(NodePayloadSchema, rawPayload, `payload of task ${taskId}`)
+        : (parseStored(StoredAgentPayloadSchema, rawPayload, `payload of task ${taskId}`) as TaskPayload);
+      metadata = start.metadata === "{}" ? {} : (parseStored(MetadataSchema, rawMetadata, `metadata of task ${taskId}`) as Record<string, JsonValue>);
       if (start.resume !== undefined) {
         const raw: unknown = JSON.parse(start.resume);
         // The saved conversation nests the model's tool arguments a few levels below the task's input.
@@ -306,6 +314,7 @@ function lostClaim(signal: AbortSignal): boolean {
 
 /** A task's trace carrier as stored (JSON), or undefined when it has none or it is unreadable. */
 function parseCarrier(text: string | undefined): Record<string, string> | undefined {
+  if (text === undefined) return undefined;
   const parsed = CarrierSchema.safeParse(parseJsonOr(text, undefined));
   return parsed.success ? parsed.data : undefined;
 }

@@ -22,15 +22,18 @@
 -- acknowledged and its name waits in the key's list (`<set>:waiting`) until a slot frees (see
 -- releaseConcurrencySlot); a task parked before goes to the front, so it keeps its place.
 -- Adds one reply to batch.replies:
---   { 'run', lane, entryId, name, attempt, payload, timeoutMs, detailed, metadata, agent, retries,
---     maxRetries, backoff, waitedMs, trace, resume, signal, signature }
---   (resume: the saved state of a run that stopped to wait for a signal; signal: the one that resumed
---   it, '' when the wait timed out: a WAITING task started from its timeout's entry; signature: its
---   creator's HMAC, '' when unsigned)
+--   { 'run', lane, entryId, name, attempt, payload, agent, waitedMs }, then a field name and its value
+--     for each of RUN_OPTIONAL the record holds (timeoutMs, detailed, metadata, retries, maxRetries,
+--     backoff, trace, resume: the saved state of a run that stopped to wait for a signal, signal: the
+--     one that resumed it, absent when the wait timed out, signature: its creator's HMAC)
 --   { 'skip', lane, entryId, name, reason ('terminal' | 'running' | 'cancelled' | 'parked'), status }
 --   { 'dead', lane, entryId, name, attempts, lastError }
 --   { 'missing', lane, entryId, name }
 --   { 'corrupt', lane, entryId, name, reason }: the record cannot be trusted (see recordFault)
+-- The fields a run reply carries by name, when the record has them (@flotilla/store's
+-- RUN_REPLY_OPTIONAL lists the same, a test checks).
+local RUN_OPTIONAL = { 'timeoutMs', 'detailed', 'metadata', 'retries', 'maxRetries', 'backoff', 'trace', 'resume', 'signal',
+  'signature' }
 local function startEntry(batch, lane, entryId, name, reclaimed)
   local key = batch.taskBase .. name
   local record, fault = readRecord(key)
@@ -55,9 +58,16 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
   end
   local function run(attempt)
     local waitedMs = now - tonumber(record.createdAt or now)
-    replies[#replies + 1] = { 'run', lane, entryId, name, attempt, record.payload, record.timeoutMs or '',
-      record.detailed or '0', record.metadata or '{}', agent, record.retries or '0', record.maxRetries or '0',
-      record.backoff or '', waitedMs, record.trace or '', record.resume or '', record.signal or '', record.signature or '' }
+    local reply = { 'run', lane, entryId, name, attempt, record.payload, agent, waitedMs }
+    -- Only what the record holds: every element of a script's reply costs Redis a conversion.
+    for i = 1, #RUN_OPTIONAL do
+      local value = record[RUN_OPTIONAL[i]]
+      if value then
+        reply[#reply + 1] = RUN_OPTIONAL[i]
+        reply[#reply + 1] = value
+      end
+    end
+    replies[#replies + 1] = reply
   end
   if status == 'RUNNING' and not reclaimed then
     if record.workerId == batch.consumer and record.entryId == entryId then
