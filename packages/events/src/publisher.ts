@@ -82,7 +82,8 @@ export class EventPublisher {
     const body = JSON.stringify(event);
     if (this.opts.onPublished) this.types.push(event.type);
     const o = this.opts;
-    const stamp = (this.stamp ??= `,"taskId":${JSON.stringify(o.taskId)},"attempt":${o.attempt},"agent":${JSON.stringify(o.agent)},"ts":`);
+    if (this.stamp === undefined) this.stamp = `,"taskId":${JSON.stringify(o.taskId)},"attempt":${o.attempt},"agent":${JSON.stringify(o.agent)},"ts":`;
+    const stamp = this.stamp;
     this.buffer.push(`${body.length > 2 ? body.slice(0, -1) : "{"}${body.length > 2 ? stamp : stamp.slice(1)}${Date.now()}}`);
     if (!this.scheduled) {
       this.scheduled = true;

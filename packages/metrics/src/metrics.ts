@@ -220,7 +220,10 @@ export class FlotillaMetrics {
   add(name: string, value: number, attrs: Attributes = {}): void {
     this.otelCounters.get(name)?.add(value, attrs);
     let byAttrs = this.counters.get(name);
-    if (!byAttrs) this.counters.set(name, (byAttrs = new Map<string, number>()));
+    if (!byAttrs) {
+      byAttrs = new Map<string, number>();
+      this.counters.set(name, byAttrs);
+    }
     const key = attributeKey(attrs);
     byAttrs.set(key, (byAttrs.get(key) ?? 0) + value);
   }
@@ -229,10 +232,16 @@ export class FlotillaMetrics {
   record(name: string, value: number, attrs: Attributes = {}): void {
     this.otelHistograms.get(name)?.record(value, attrs);
     let byAttrs = this.histograms.get(name);
-    if (!byAttrs) this.histograms.set(name, (byAttrs = new Map<string, Samples>()));
+    if (!byAttrs) {
+      byAttrs = new Map<string, Samples>();
+      this.histograms.set(name, byAttrs);
+    }
     const key = attributeKey(attrs);
     let samples = byAttrs.get(key);
-    if (!samples) byAttrs.set(key, (samples = new Samples()));
+    if (!samples) {
+      samples = new Samples();
+      byAttrs.set(key, samples);
+    }
     samples.add(value);
   }
 
