@@ -15,7 +15,9 @@ export interface TokenProc {
 /** Starts `procs/<name>.ts` with `env` and resolves once it printed "ready"; rejects if it exits first. */
 export async function startTokenProc(name: string, env: Record<string, string>): Promise<TokenProc> {
   const entry = fileURLToPath(new URL(`./procs/${name}.ts`, import.meta.url));
-  const child: ChildProcess = spawn(process.execPath, ["--conditions=@flotilla/source", entry], {
+  // BENCH_CPU_PROF=<dir>: each process writes a CPU profile there (node --cpu-prof) when it exits.
+  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child: ChildProcess = spawn(process.execPath, ["--conditions=@flotilla/source", ...profile, entry], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });

@@ -1,5 +1,5 @@
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart } from "@ai-sdk/provider";
-import { ErrorCodes, FlotillaError, type JsonValue, sleep, ValidationError } from "@flotilla/core";
+import { ErrorCodes, FlotillaError, type JsonValue, ValidationError } from "@flotilla/core";
 import { z } from "zod";
 
 /** What `agent.options.scripted` may say; every field optional. */
@@ -110,13 +110,19 @@ async function* script(s: Script, options: LanguageModelV4CallOptions): AsyncGen
   const template = s.reply ?? (summary ? `${summary} Echo: {input}` : "Echo: {input}");
   const tokens = tokenize(template.replaceAll("{input}", input), s.chunkSize ?? 0);
   let emitted = 0;
+  // One abort listener for the whole reply, not one per token (each costs an EventTarget add and remove).
+  const pause = s.tokenDelayMs ? pauses(signal) : undefined;
   yield { type: "text-start", id: "t0" };
-  for (const token of tokens) {
-    if (s.failWith !== undefined && emitted >= (s.failAfterTokens ?? 0)) break;
-    if (s.tokenDelayMs) await sleep(s.tokenDelayMs, signal);
-    else if (signal?.aborted) throw signal.reason;
-    yield { type: "text-delta", id: "t0", delta: token };
-    emitted++;
+  try {
+    for (const token of tokens) {
+      if (s.failWith !== undefined && emitted >= (s.failAfterTokens ?? 0)) break;
+      if (pause) await pause.sleep(s.tokenDelayMs!);
+      else if (signal?.aborted) throw signal.reason;
+      yield { type: "text-delta", id: "t0", delta: token };
+      emitted++;
+    }
+  } finally {
+    pause?.done();
   }
   if (s.failWith !== undefined) {
     yield { type: "error", error: new FlotillaError(ErrorCodes.AGENT_ERROR, s.failWith) };
@@ -124,6 +130,35 @@ async function* script(s: Script, options: LanguageModelV4CallOptions): AsyncGen
   }
   yield { type: "text-end", id: "t0" };
   yield { type: "finish", usage: usage(inputTokens, emitted), finishReason: { unified: "stop", raw: "stop" } };
+}
+
+/** Sleeps that end early, with the signal's reason, when it aborts; one listener for them all. */
+function pauses(signal: AbortSignal | undefined): { sleep(ms: number): Promise<void>; done(): void } {
+  let pending: { timer: NodeJS.Timeout; reject: (reason: unknown) => void } | undefined;
+  const onAbort = () => {
+    if (!pending) return;
+    clearTimeout(pending.timer);
+    pending.reject(signal!.reason);
+    pending = undefined;
+  };
+  signal?.addEventListener("abort", onAbort, { once: true });
+  return {
+    sleep(ms) {
+      if (signal?.aborted) return Promise.reject(signal.reason);
+      return new Promise<void>((resolve, reject) => {
+        pending = {
+          timer: setTimeout(() => {
+            pending = undefined;
+            resolve();
+          }, ms),
+          reject,
+        };
+      });
+    },
+    done() {
+      signal?.removeEventListener("abort", onAbort);
+    },
+  };
 }
 
 function outputValue(output: { type: string; value?: unknown }): JsonValue {

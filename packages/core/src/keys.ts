@@ -47,6 +47,8 @@ export interface Keys {
   eventsBase(queue: string): string;
   /** Pub/Sub (sharded): the task's events other than status changes, live (JSON arrays of events). */
   eventsChannel(taskId: string): string;
+  /** What `eventsChannel()` puts before a task's name. */
+  eventsChannelBase(queue: string): string;
   /** Pub/Sub (sharded): status events of every task of a queue (JSON arrays, one message per script call). */
   statusChannel(queue: string): string;
   /**
@@ -184,6 +186,7 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
     events: (id) => ofTask("stream", id),
     eventsBase: (q) => `${tagged("stream", q)}:`,
     eventsChannel: (id) => ofTask("events", id),
+    eventsChannelBase: (q) => `${tagged("events", q)}:`,
     statusChannel: (q) => tagged("status", q),
     cancelChannel: (q) => tagged("cancel", q),
     queue: (q) => tagged("queue", q),

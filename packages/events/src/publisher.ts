@@ -1,6 +1,6 @@
 import { exponentialDelay, type Keys, type Retention, sleep } from "@flotilla/core";
 import { isConnectionFailure } from "@flotilla/core/redis";
-import { TaskEventLog } from "@flotilla/store";
+import { flushEventAppends, TaskEventLog } from "@flotilla/store";
 import type { Redis } from "ioredis";
 import { type AgentEvent, keepsEvent } from "./schema.ts";
 
@@ -29,14 +29,34 @@ export interface PublisherOptions {
 }
 
 /**
- * Publishes one attempt's events. Events emitted in the same tick go to Redis as one batch
- * (one script call, one Pub/Sub message) in the order emitted; the script fences on the attempt.
+ * Publishes one attempt's events. Events emitted in the same tick go to Redis as one batch (one
+ * stream entry, one Pub/Sub message) in the order emitted, in one script call with the batches of
+ * every other task of the queue that emitted in the tick; the script fences on the attempt.
  * One call is on its way at a time, and what is emitted meanwhile goes together as the next one
  * (at most MAX_BATCH events a call): a task that emits faster than its round trips batches more,
  * rather than queueing one call per tick behind each other.
  */
 /** The chain of a publisher that has sent nothing yet. */
 const IDLE: Promise<void> = Promise.resolve();
+
+/** Publishers with events emitted since the last tick. */
+const due = new Set<EventPublisher>();
+let tickScheduled = false;
+
+/**
+ * Once a tick, for every publisher of the process: each sends what was emitted (a task whose call is
+ * on its way sends it next), and the batches go to Redis together, one call per queue
+ * (flushEventAppends): a worker streaming a thousand tasks makes a call per tick, not a thousand.
+ */
+function publishTick(): void {
+  tickScheduled = false;
+  const publishers = [...due];
+  due.clear();
+  // A failed send is kept and thrown by the next flush() the owner awaits; these have no owner, and
+  // a rejection left unhandled here would end the process.
+  for (const p of publishers) p.flush().catch(() => {});
+  flushEventAppends();
+}
 
 export class EventPublisher {
   private readonly redis: Redis;
@@ -47,7 +67,6 @@ export class EventPublisher {
   private readonly opts: PublisherOptions;
   private buffer: string[] = [];
   private types: string[] = [];
-  private scheduled = false;
   /** Flushed events not yet sent (and their types, when counted): the next call takes them together. */
   private queued: string[] = [];
   private queuedTypes: string[] = [];
@@ -85,14 +104,10 @@ export class EventPublisher {
     if (this.stamp === undefined) this.stamp = `,"taskId":${JSON.stringify(o.taskId)},"attempt":${o.attempt},"agent":${JSON.stringify(o.agent)},"ts":`;
     const stamp = this.stamp;
     this.buffer.push(`${body.length > 2 ? body.slice(0, -1) : "{"}${body.length > 2 ? stamp : stamp.slice(1)}${Date.now()}}`);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(() => {
-        this.scheduled = false;
-        // A failed send is kept and thrown by the next flush() the owner awaits; this one has no
-        // owner, and a rejection left unhandled here would end the process.
-        this.flush().catch(() => {});
-      });
+    due.add(this);
+    if (!tickScheduled) {
+      tickScheduled = true;
+      setImmediate(publishTick);
     }
   }
 

@@ -44,6 +44,17 @@ async function collect(it: AsyncIterable<FlotillaEvent>): Promise<FlotillaEvent[
 }
 
 const seqs = (events: FlotillaEvent[]) => events.map((e) => e.seq);
+/** One batch of a task's events through the store's publish script, announced on `channelBase` + its name. */
+async function publishRaw(taskId: string, batchId: string, body: string, channelBase = keys.eventsChannelBase("q")): Promise<unknown> {
+  const { scripts } = await import("@flotilla/store/testing");
+  const name = taskId.slice(taskId.indexOf("/") + 1);
+  const reply = (await scripts.publish.run(
+    redis,
+    [keys.task(taskId)],
+    [keys.taskBase("q"), keys.eventsBase("q"), channelBase, name, 1, 1000, 60_000, batchId, 1, body],
+  )) as unknown[];
+  return reply[0];
+}
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 describe("streamEvents", () => {
@@ -118,10 +129,8 @@ describe("streamEvents", () => {
     expect((await reader.next()).value).toMatchObject({ seq: 2, delta: "heard" });
     // Seq 3 is written by the store's own publish script, but announced on a channel nobody reads:
     // a message lost on the way, on a connection that stays up.
-    const { scripts } = await import("@flotilla/store/testing");
     const body = JSON.stringify({ type: "text", delta: "lost", taskId, attempt: 1, ts: Date.now(), agent: "a" });
-    const lostChannel = keys.eventsChannel("q/nobody-listens");
-    expect(await scripts.publish.run(redis, [keys.task(taskId), keys.events(taskId), lostChannel], [1, 1000, 60_000, "lost:1", body])).toBe(3);
+    expect(await publishRaw(taskId, "lost:1", body, `${keys.eventsChannelBase("q")}nobody-listens:`)).toBe(3);
     publisher.emit({ type: "text", delta: "heard again" });
     await publisher.flush();
     await store.finish(taskId, { attempt: 1, status: "COMPLETED", agent: "a" });
@@ -135,9 +144,8 @@ describe("streamEvents", () => {
     const reader = streamEvents(source(newHub()), taskId);
     expect((await reader.next()).value).toMatchObject({ seq: 1, status: "running" });
     // The end is written as the settle script writes it, but its message goes to a channel nobody reads.
-    const { scripts } = await import("@flotilla/store/testing");
     const body = JSON.stringify({ type: "text", delta: "unheard", taskId, attempt: 1, ts: Date.now(), agent: "a" });
-    await scripts.publish.run(redis, [keys.task(taskId), keys.events(taskId), keys.eventsChannel("q/nobody-listens")], [1, 1000, 60_000, "quiet:1", body]);
+    await publishRaw(taskId, "quiet:1", body, `${keys.eventsChannelBase("q")}nobody-listens:`);
     await redis.hset(keys.task(taskId), {
       status: "COMPLETED",
       seq: "3",
@@ -207,13 +215,10 @@ describe("EventPublisher", () => {
 describe("the event log's publish script under a resent batch", () => {
   it("does not write the same batch twice", async () => {
     const taskId = await runningTask();
-    const { scripts } = await import("@flotilla/store/testing");
-    const script = scripts.publish;
-    const k = [keys.task(taskId), keys.events(taskId), keys.eventsChannel(taskId)];
     const body = JSON.stringify({ type: "text", delta: "once", taskId, attempt: 1, ts: 1, agent: "a" });
-    expect(await script.run(redis, k, [1, 1000, 60_000, "1:1", body])).toBe(2);
-    expect(await script.run(redis, k, [1, 1000, 60_000, "1:1", body])).toBe(2);
-    expect(await script.run(redis, k, [1, 1000, 60_000, "1:2", body])).toBe(3);
+    expect(await publishRaw(taskId, "1:1", body)).toBe(2);
+    expect(await publishRaw(taskId, "1:1", body)).toBe(2);
+    expect(await publishRaw(taskId, "1:2", body)).toBe(3);
     // The running event (seq 1) lives in the record; the stream holds the two batches.
     expect(await redis.xlen(keys.events(taskId))).toBe(2);
   });

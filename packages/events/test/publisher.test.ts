@@ -75,6 +75,31 @@ describe("EventPublisher", () => {
     expect(p.published).toBe(2501);
   });
 
+  it("sends the tick's batches of every task of a queue in one call; a task fenced out among them is told alone", async () => {
+    const tasks = await Promise.all(Array.from({ length: 30 }, () => runningTask()));
+    // The last one ended meanwhile: its attempt is fenced out.
+    await store.finish(tasks.at(-1)!, { attempt: 1, status: "COMPLETED", agent: "a" });
+    const conn = redis.duplicate();
+    await conn.ping(); // ready: a command queued before would be counted again when sent
+    const calls: string[] = [];
+    const send = conn.sendCommand.bind(conn);
+    conn.sendCommand = ((command: { name: string }, stream?: unknown) => {
+      calls.push(command.name);
+      return send(command as never, stream as never);
+    }) as typeof conn.sendCommand;
+    let stale = 0;
+    const publishers = tasks.map(
+      (taskId) => new EventPublisher(conn, keys, DEFAULT_RETENTION, { taskId, attempt: 1, agent: "a", detailed: true, onStale: () => stale++ }),
+    );
+    for (const [i, p] of publishers.entries()) p.emit({ type: "text", delta: `t${i}` });
+    await Promise.all(publishers.map((p) => p.flush()));
+    expect(calls.filter((c) => c === "evalsha" || c === "eval")).toHaveLength(1);
+    expect(stale).toBe(1);
+    for (const [i, taskId] of tasks.slice(0, -1).entries()) expect(await published(taskId)).toEqual([[1, `t${i}`]]);
+    expect(await redis.exists(keys.events(tasks.at(-1)!))).toBe(0);
+    conn.disconnect();
+  });
+
   it("resolves flush at once when nothing was emitted, and sends nothing", async () => {
     const taskId = await runningTask();
     let calls = 0;

@@ -1,4 +1,4 @@
-import type { Keys, Retention } from "@flotilla/core";
+import { type Keys, type Retention, splitTaskId } from "@flotilla/core";
 import type { MessageListener, SubscriberHub, Unsubscribe } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
 import { PACKED_FIELD, unpackValues } from "./record.ts";
@@ -11,17 +11,26 @@ import { scripts } from "./scripts.ts";
  */
 
 /**
- * Appends a task's events (other than status changes), batch by batch, each in one script call.
- * Made once per producer: the task's three keys are built here, not on every batch.
+ * Appends a task's events (other than status changes), batch by batch. The batches of every task of
+ * a queue handed over in the same tick go to Redis together, in one script call (see
+ * flushEventAppends): a worker running hundreds of streaming tasks makes a call per tick, not one per
+ * task. Made once per producer: the task's keys are built here, not on every batch.
  */
 export class TaskEventLog {
   private readonly redis: Redis;
-  private readonly keys: [record: string, stream: string, channel: string];
+  /** The task's name and its queue's key bases: what the script takes. */
+  readonly target: AppendTarget;
   private readonly retention: Retention;
 
   constructor(redis: Redis, keys: Keys, retention: Retention, taskId: string) {
     this.redis = redis;
-    this.keys = [keys.task(taskId), keys.events(taskId), keys.eventsChannel(taskId)];
+    const { queue, name } = splitTaskId(taskId);
+    this.target = {
+      queue,
+      name,
+      record: keys.task(taskId),
+      bases: [keys.taskBase(queue), keys.eventsBase(queue), keys.eventsChannelBase(queue)],
+    };
     this.retention = retention;
     // Defined on the connection now, so pipelines made later can queue the script too.
     scripts.publish.install(redis);
@@ -29,15 +38,125 @@ export class TaskEventLog {
 
   /**
    * Appends a batch; returns the last seq written, or -1 when the task no longer runs as `attempt`
-   * (finished, cancelled or taken over): the producer must stop.
+   * (finished, cancelled or taken over): the producer must stop. Sent with the other batches of the
+   * tick (see flushEventAppends); a CorruptRecordError when the record cannot be trusted.
    * @param attempt the attempt the events belong to; `"*"` for whichever runs (a Temporal activity)
    * @param batchId makes a resend harmless: `<attempt>:<n>` increasing per producer, or `scope=<name>:<first index>`
    * @param bodies JSON objects without `seq`, which the store numbers
    */
-  async append(attempt: number | "*", batchId: string, bodies: readonly string[]): Promise<number> {
+  append(attempt: number | "*", batchId: string, bodies: readonly string[]): Promise<number> {
     const r = this.retention;
-    return (await scripts.publish.run(this.redis, this.keys, [attempt, r.eventMaxLen, r.runningEventTtlMs, batchId, ...bodies])) as number;
+    return appendsOf(this.redis).add(this.target, [attempt, r.eventMaxLen, r.runningEventTtlMs, batchId, bodies.length, ...bodies]);
   }
+}
+
+interface AppendTarget {
+  queue: string;
+  name: string;
+  record: string;
+  bases: [task: string, stream: string, channel: string];
+}
+
+interface PendingAppend {
+  target: AppendTarget;
+  /** attempt, eventMaxLen, ttlMs, batchId, count, bodies… (the script's per-task fields after the name). */
+  args: Array<string | number>;
+  resolve: (seq: number) => void;
+  reject: (err: unknown) => void;
+}
+
+/** Events in one call at most, and so the most one call carries (its tasks' batches are kept whole). */
+const EVENTS_PER_CALL = 2000;
+
+/** Gathers the batches handed over in a tick, per queue, and sends each queue's in one script call. */
+class Appends {
+  private readonly redis: Redis;
+  private pending = new Map<string, PendingAppend[]>();
+  private scheduled = false;
+
+  constructor(redis: Redis) {
+    this.redis = redis;
+  }
+
+  add(target: AppendTarget, args: Array<string | number>): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      const list = this.pending.get(target.queue);
+      if (list) list.push({ target, args, resolve, reject });
+      else this.pending.set(target.queue, [{ target, args, resolve, reject }]);
+      withPending.add(this);
+      if (!this.scheduled) {
+        // Sent at the latest in the next turn of the event loop; a producer's tick (flushEventAppends) sends it sooner.
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  flush(): void {
+    this.scheduled = false;
+    withPending.delete(this);
+    const pending = this.pending;
+    if (pending.size === 0) return;
+    this.pending = new Map();
+    for (const list of pending.values()) {
+      let call: PendingAppend[] = [];
+      let events = 0;
+      for (const p of list) {
+        const count = Number(p.args[4]);
+        if (call.length > 0 && events + count > EVENTS_PER_CALL) {
+          void this.send(call);
+          call = [];
+          events = 0;
+        }
+        call.push(p);
+        events += count;
+      }
+      void this.send(call);
+    }
+  }
+
+  private async send(call: PendingAppend[]): Promise<void> {
+    const first = call[0]!.target;
+    const args: Array<string | number> = [...first.bases];
+    for (const p of call) {
+      args.push(p.target.name);
+      for (const a of p.args) args.push(a);
+    }
+    let reply: unknown[];
+    try {
+      reply = (await scripts.publish.run(this.redis, [first.record], args)) as unknown[];
+    } catch (err) {
+      for (const p of call) p.reject(err);
+      return;
+    }
+    call.forEach((p, i) => {
+      const r = reply[i];
+      if (typeof r === "number") p.resolve(r);
+      else p.reject(scripts.publish.typed(new Error(String(r))));
+    });
+  }
+}
+
+const appends = new WeakMap<Redis, Appends>();
+/** The connections with batches waiting: what flushEventAppends sends. */
+const withPending = new Set<Appends>();
+
+function appendsOf(redis: Redis): Appends {
+  let a = appends.get(redis);
+  if (!a) {
+    a = new Appends(redis);
+    appends.set(redis, a);
+  }
+  return a;
+}
+
+/**
+ * Sends every batch handed to a TaskEventLog and not yet sent, now, one call per connection and
+ * queue. A producer that hands over the batches of many tasks at once (a worker's publishers, each
+ * tick) calls it after the last, so they leave together without waiting a turn of the event loop.
+ */
+export function flushEventAppends(): void {
+  for (const a of [...withPending]) a.flush();
 }
 
 /** What `readTaskLog` returns: raw JSON, for `@flotilla/events` to parse. */

@@ -1,5 +1,6 @@
 export { decodeCursor, encodeCursor, type Position } from "./cursor.ts";
 export {
+  flushEventAppends,
   readTaskLog,
   readTaskLogPage,
   subscribeStatus,

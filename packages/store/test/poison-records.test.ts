@@ -203,7 +203,7 @@ describe("a record that went bad while its task ran", () => {
     expect(await pendingCount(queue)).toBe(0);
   });
 
-  it("publish-3: a bad seq or scope mark is refused with CORRUPT_RECORD and nothing is written", async () => {
+  it("publish-1: a bad seq or scope mark is refused with CORRUPT_RECORD and nothing is written", async () => {
     const [run] = await running("pr-publish", 1);
     const key = keys.task(run!.taskId);
     const log = new TaskEventLog(redis, keys, DEFAULT_RETENTION, run!.taskId);

@@ -16,28 +16,36 @@ const tasks = Number(process.env.BENCH_TASKS ?? 1000);
 const samples = new TokenSamples(WORKER_COLUMNS, Number(process.env.BENCH_TOKENS ?? 500), tasks);
 const loop = loopDelay();
 const keys = createKeys(prefix);
-/** Task record key → the task's number (its input): the publish script's first key names the task. */
+/** Task record key → the task's number (its input): a publish call names each task by its record. */
 const taskOfKey = new Map<string, number>();
 
 const conn = new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, connectionName: "flotilla:command" });
 const send = conn.sendCommand.bind(conn);
 conn.sendCommand = (command: Command, stream?: Parameters<typeof send>[1]) => {
-  // A publish call: EVALSHA (or EVAL) sha, 3, record, stream, channel, attempt, maxLen, ttl, batchId, ...events.
-  if (command.name === "evalsha" || command.name === "eval") {
-    const task = taskOfKey.get(String(command.args[2]));
-    if (task !== undefined) {
-      const at = now();
-      const tokens: number[] = [];
-      for (let i = 9; i < command.args.length; i++) for (const m of String(command.args[i]).matchAll(DELTAS)) tokens.push(Number(m[1]));
-      for (const k of tokens) samples.set("sentAt", task, k, at);
-      command.promise.then(
-        () => {
-          const replied = now();
-          for (const k of tokens) samples.set("repliedAt", task, k, replied);
-        },
-        () => {},
-      );
+  // A publish call: EVALSHA (or EVAL) sha, 1, record, taskBase, streamBase, channelBase, then per task
+  // name, attempt, maxLen, ttl, batchId, count and `count` events (see @flotilla/store's publish-1.lua).
+  if ((command.name === "evalsha" || command.name === "eval") && taskOfKey.has(String(command.args[2]))) {
+    const args = command.args;
+    const taskBase = String(args[3]);
+    const at = now();
+    const sent: Array<[task: number, token: number]> = [];
+    for (let i = 6; i < args.length; ) {
+      const task = taskOfKey.get(taskBase + String(args[i]));
+      const count = Number(args[i + 5]);
+      for (let j = i + 6; j < i + 6 + count; j++) {
+        if (task === undefined) continue;
+        for (const m of String(args[j]).matchAll(DELTAS)) sent.push([task, Number(m[1])]);
+      }
+      i += 6 + count;
     }
+    for (const [task, k] of sent) samples.set("sentAt", task, k, at);
+    command.promise.then(
+      () => {
+        const replied = now();
+        for (const [task, k] of sent) samples.set("repliedAt", task, k, replied);
+      },
+      () => {},
+    );
   }
   return send(command, stream);
 };
