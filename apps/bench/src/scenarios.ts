@@ -8,6 +8,7 @@ import { fleet } from "./fleet-scenario.ts";
 import { gateway } from "./gateway-scenario.ts";
 import { graph } from "./graph-scenario.ts";
 import { bullConnection, commandStats, newAdmin, percentiles, ratio, redisFigures, type System, startWorkers, waitUntil } from "./harness.ts";
+import { instructions } from "./instructions-scenario.ts";
 import { tokens } from "./tokens-scenario.ts";
 
 export type { BenchContext } from "./drain.ts";
@@ -321,4 +322,4 @@ export async function profile(ctx: BenchContext) {
   return [{ scenario: "profile", tasks, flotilla: { ...result, commands: perTask }, note: "evalsha's µs include the commands its scripts run" }];
 }
 
-export const scenarios = { throughput, submit, latency, streaming, recovery, footprint, profile, graph, bus, gateway, fleet, tokens } as const;
+export const scenarios = { throughput, submit, latency, streaming, recovery, footprint, profile, instructions, graph, bus, gateway, fleet, tokens } as const;

@@ -38,6 +38,18 @@ describe("pnpm bench", () => {
     }
   }, 120_000);
 
+  it("instructions (--quick): Redis instructions per task of both systems, counted under callgrind, and Flotilla's per script", async () => {
+    const [r] = await bench("instructions", "--quick");
+    expect(r.scenario).toBe("instructions");
+    for (const system of [r.flotilla, r.bullmq]) {
+      expect(system.create).toBeGreaterThan(10_000);
+      expect(system.drain).toBeGreaterThan(10_000);
+      expect(system.total).toBe(system.create + system.drain);
+    }
+    for (const script of ["create", "claim", "settle"]) expect(r.flotilla.scripts[script]).toBeGreaterThan(10_000);
+    expect(r.ratio).toBeCloseTo(r.flotilla.total / r.bullmq.total, 1);
+  }, 300_000);
+
   it("graph (--quick): a fan-out and its unites on both systems, with commands per node against a plain task's", async () => {
     const results = await bench("graph", "--quick");
     expect(results.map((r) => [r.scenario, r.procs])).toEqual([

@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { TaskEventLog } from "../src/event-log.ts";
 import { readFields } from "../src/readers.ts";
 import { parseTaskRecord } from "../src/record.ts";
+import type { StartReply } from "../src/replies.ts";
 import type { NewTask } from "../src/task-store.ts";
 import { newTask, TestTaskStore } from "../src/testing.ts";
 
@@ -257,8 +258,10 @@ describe("TaskStore batches", () => {
     await store.createMany("trim", tasks);
     const lane = keys.queue("trim");
     const ids = (await redis.xrange(lane, "-", "+")).map(([id]) => id);
-    const done = (runs: Array<{ kind: string; taskId?: string; priority?: "normal"; entryId?: string }>) =>
-      runs.map((r) => ({ taskId: r.taskId!, priority: "normal" as const, entryId: r.entryId!, attempt: 1, agent: "a", status: "COMPLETED" as const }));
+    const done = (runs: readonly StartReply[]) =>
+      runs.flatMap((r) =>
+        r.kind === "run" ? [{ taskId: r.taskId, priority: r.priority, entryId: r.entryId, attempt: r.attempt, agent: "a", status: "COMPLETED" as const }] : [],
+      );
     // A long run holds the oldest entry; the next four are claimed and settled after it: they sit
     // above the oldest pending entry, so they are deleted one by one (trimming would take the long run's).
     const [long] = await store.claim("trim", "w1", 1);
