@@ -54,6 +54,8 @@ export class RedisLink {
   private timer: NodeJS.Timeout | undefined;
   /** When the probe that has not been answered yet was sent (monotonic ms). */
   private probeSentAt: number | undefined;
+  /** Probes sent so far: the number of the one `probeSentAt` is about. */
+  private probes = 0;
   private lastMemory: RedisMemory | undefined;
 
   constructor(redis: Redis, readiness: Pick<Readiness, "raise" | "clear">, options: RedisLinkOptions) {
@@ -118,14 +120,19 @@ export class RedisLink {
       // Judged after the I/O already waiting is read: a stalled event loop runs timers first, and the
       // answer may be sitting in the socket.
       setImmediate(() => {
-        if (this.probeSentAt === sent) this.setDown("unresponsive", `Redis at ${this.opts.where} has not answered for ${silentMs} ms`);
+        if (this.probeSentAt !== sent) return;
+        this.setDown("unresponsive", `Redis at ${this.opts.where} has not answered for ${silentMs} ms`);
+        // Asked again from the next tick: an answer lost for good (a connection dropped at the wrong
+        // moment) must not keep the worker down for ever; a late answer still counts.
+        this.probeSentAt = undefined;
       });
       return;
     }
+    const probe = ++this.probes;
     this.probeSentAt = now;
     readRedisMemory(this.redis).then(
       (memory) => {
-        this.probeSentAt = undefined;
+        if (probe === this.probes) this.probeSentAt = undefined;
         this.lastMemory = memory;
         this.setUp("unresponsive");
         if (isFull(memory)) {
@@ -137,7 +144,7 @@ export class RedisLink {
       },
       // Refused at once (connection closed, no offline queue) or failed: the next tick asks again.
       () => {
-        this.probeSentAt = undefined;
+        if (probe === this.probes) this.probeSentAt = undefined;
       },
     );
   }

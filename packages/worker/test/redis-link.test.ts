@@ -53,6 +53,22 @@ describe.skipIf(onCluster())("RedisLink", () => {
     expect(readiness.ready).toBe(true);
   });
 
+  it("asks again after a probe whose answer is lost for good, and comes back up at the next answer", async () => {
+    const { readiness, link } = await setup({ probeIntervalMs: 50, probeTimeoutMs: 200 });
+    // The next probe's answer never comes, as ioredis loses a command it wrote during its ready check.
+    const pipeline = conn!.pipeline.bind(conn!);
+    let lost = 0;
+    conn!.pipeline = ((...args: Parameters<typeof pipeline>) => {
+      const p = pipeline(...args);
+      if (lost++ === 0) p.exec = () => new Promise(() => {});
+      return p;
+    }) as Redis["pipeline"];
+    await waitFor(async () => !link.up, { what: "the link to go down" });
+    expect(readiness.state.reasons[0]?.detail).toMatch(/has not answered/);
+    await waitFor(async () => link.up, { what: "the link to come back with the next probe" });
+    expect(lost).toBeGreaterThan(1);
+  });
+
   it("goes down while the connection is closed and up once it is ready again", async () => {
     const { readiness, link } = await setup({ probeIntervalMs: 60_000, probeTimeoutMs: 120_000 });
     const id = Number(await conn!.client("ID"));

@@ -1,11 +1,14 @@
 import type { Redis } from "ioredis";
+import { answeredWhenReady } from "./when-ready.ts";
 
 /**
  * Redis's clock, in ms since the epoch (`TIME`). Judgements that compare times written by different
  * processes — is a worker's last beat recent, is a retry due — read this one clock, so a process
  * whose own clock is ahead or behind cannot make a live worker look dead or a delay shrink or grow.
  */
-export async function redisTime(redis: Pick<Redis, "time">): Promise<number> {
-  const [seconds, micros] = await redis.time();
+export async function redisTime(redis: Pick<Redis, "pipeline">): Promise<number> {
+  const [[err, reply] = []] = (await answeredWhenReady(redis, (p) => p.time())) ?? [];
+  if (err) throw err;
+  const [seconds, micros] = reply as [string, string];
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }

@@ -1,6 +1,7 @@
 // What Redis says of its memory: how much it uses, and the `maxmemory` it refuses writes beyond.
 import type { Redis } from "ioredis";
 import { everyMaster } from "./cluster.ts";
+import { answeredWhenReady } from "./when-ready.ts";
 
 export interface RedisMemory {
   /** `used_memory`: bytes Redis has allocated. */
@@ -25,7 +26,13 @@ export function parseMemoryInfo(info: string): RedisMemory {
  * first to be refused.
  */
 export async function readRedisMemory(redis: Redis): Promise<RedisMemory> {
-  const all = await Promise.all(everyMaster(redis).map(async (node) => parseMemoryInfo(await node.info("memory"))));
+  const all = await Promise.all(
+    everyMaster(redis).map(async (node) => {
+      const [[err, info] = []] = (await answeredWhenReady(node, (p) => p.info("memory"))) ?? [];
+      if (err) throw err;
+      return parseMemoryInfo(info as string);
+    }),
+  );
   return all.reduce((a, b) => (fullness(b) > fullness(a) ? b : a));
 }
 
