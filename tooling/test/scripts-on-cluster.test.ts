@@ -47,6 +47,7 @@ const Q = {
   corrupt: "st-corrupt",
   malformed: "st-malformed",
   orphan: "st-orphan",
+  released: "st-released",
 } as const;
 const T = { ok: "st.ok", flaky: "st.flaky", poison: "st.poison", slow: "st.slow" } as const;
 
@@ -254,7 +255,7 @@ describe.skipIf(onCluster())("every Lua script on a Redis Cluster", () => {
     expect(await handle.result({ timeoutMs: 10_000 })).toMatchObject({ text: "st_send returned sent to ops. Echo: send it" });
   });
 
-  it("a corrupt record is failed, a malformed entry dead-lettered, a dead consumer's task reclaimed and the consumer then forgotten", async () => {
+  it("a corrupt record is failed, a malformed entry dead-lettered, an entry given back runs, a dead consumer's task reclaimed and the consumer then forgotten", async () => {
     // Set up before any worker serves these queues.
     const corrupt = await client.submit(scripted("st-corrupt"), "x", { queue: Q.corrupt });
     await admin.redis.hset(keys.task(corrupt.taskId), "attempt", "abc");
@@ -263,13 +264,18 @@ describe.skipIf(onCluster())("every Lua script on a Redis Cluster", () => {
     // A consumer that takes the task and dies: its entry stays pending under it.
     const orphan = await client.submit(scripted("st-orphan"), "orphan", { queue: Q.orphan });
     const blocking = openRedis(redis, "blocking", { failFast: true });
+    // A consumer that read an entry it has no slot for gives it back, unread, for any worker.
+    const released = await client.submit(scripted("st-released"), "released", { queue: Q.released });
     try {
       expect(await broker.block(blocking.redis, "st-ghost", [Q.orphan], 1, 100)).toHaveLength(1);
+      const [read] = await broker.block(blocking.redis, "st-reader", [Q.released], 1, 100);
+      expect(await broker.release(Q.released, "st-reader", [{ priority: read!.priority, entryId: read!.entryId, name: read!.fields!.task! }])).toBe(1);
     } finally {
       await closeRedis(blocking);
     }
 
-    const late = await startWorker({ queues: [Q.corrupt, Q.malformed, Q.orphan], schedules: false });
+    const late = await startWorker({ queues: [Q.corrupt, Q.malformed, Q.orphan, Q.released], schedules: false });
+    expect(await released.result({ timeoutMs: 10_000 })).toMatchObject({ text: "Echo: released" });
     // Its record cannot be read back (the client refuses it too): the dead letter and the raw status tell.
     const letter = await waitFor(() => client.deadLetters.forTask(corrupt.taskId), { what: "the corrupt task's dead letter" });
     expect(letter.reason).toMatch(/^corrupt task record: .*attempt is not a number/);

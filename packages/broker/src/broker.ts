@@ -3,7 +3,7 @@ import { isCluster, keySlot } from "@flotilla/core/redis";
 import type { ChainableCommander, Redis } from "ioredis";
 import { type DeadLetter, type DeadLetterInput, parseDeadLetter } from "./dead-letters.ts";
 import { type Lane, pairsToObject, type RawEntry } from "./entry.ts";
-import { laneKeys } from "./lanes.ts";
+import { laneKeys, laneNumber } from "./lanes.ts";
 import { scripts } from "./scripts.ts";
 
 export interface BrokerOptions {
@@ -91,6 +91,18 @@ export class Broker {
       ...lanes.map(() => ">"),
     )) as StreamReply;
     return this.toEntries(reply, lanes);
+  }
+
+  /**
+   * Gives back entries of `queue` that `consumer` read but will not start (a blocking read brought
+   * more than it has slots for): each goes to the end of its lane, unread, for any worker to claim.
+   * Entries no longer delivered to `consumer` are left alone. Returns how many were given back.
+   */
+  async release(queue: string, consumer: string, entries: ReadonlyArray<{ priority: Priority; entryId: string; name: string }>): Promise<number> {
+    if (entries.length === 0) return 0;
+    const args: Array<string | number> = [CONSUMER_GROUP, consumer];
+    for (const e of entries) args.push(laneNumber(e.priority), e.entryId, e.name);
+    return (await scripts.release.run(this.redis, laneKeys(this.keys, queue), args)) as number;
   }
 
   /**

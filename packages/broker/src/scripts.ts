@@ -8,5 +8,6 @@ export const scripts = {
   promote: new LuaScript(lua.promote),
   pruneConsumers: new LuaScript(lua.pruneConsumers),
   reclaim: new LuaScript(lua.reclaim),
+  release: new LuaScript(lua.release),
   renew: new LuaScript(lua.renew),
 } as const;

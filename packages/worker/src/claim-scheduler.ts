@@ -274,11 +274,44 @@ export class ClaimScheduler {
           free,
           Math.min(this.opts.blockMs, untilDue, Math.floor(this.opts.leaseMs / 3)),
         );
-        await this.startClaimed(entries, false, sentAt);
+        await this.startClaimed(await this.releaseOverflow(entries, free), false, sentAt);
       }
     } finally {
       this.reserved -= free;
     }
+  }
+
+  /**
+   * A blocking read returns up to `count` entries from each lane holding some when it is sent (new
+   * entries landed in several lanes between the claim that found none and the read): keeps the
+   * first `free` well-formed ones (lanes in priority order) and gives the rest back to their lanes,
+   * so the worker never runs more than `concurrency` tasks. Malformed entries are kept: they are
+   * dead-lettered, not run. Entries whose giving back fails stay pending here and are reclaimed
+   * once their lease lapses, as after a lost connection.
+   */
+  private async releaseOverflow(entries: RawEntry[], free: number): Promise<RawEntry[]> {
+    const kept: RawEntry[] = [];
+    const over = new Map<string, Array<{ priority: Priority; entryId: string; name: string }>>();
+    for (const raw of entries) {
+      const entry = parseEntry(raw);
+      if (!entry.ok || free > 0) {
+        kept.push(raw);
+        if (entry.ok) free--;
+        continue;
+      }
+      over.set(entry.queue, [...(over.get(entry.queue) ?? []), { priority: entry.priority, entryId: entry.entryId, name: entry.name }]);
+    }
+    for (const [queue, list] of over) {
+      try {
+        await this.deps.broker.release(queue, this.opts.workerId, list);
+      } catch (err) {
+        // The kept entries still start (or meet the same trouble there, where the loop handles it).
+        this.deps.link.observe(err);
+        this.deps.log.warn("could not give back entries read beyond the free slots; they are reclaimed when their lease lapses", { queue, err });
+        this.deps.onError(err);
+      }
+    }
+    return kept;
   }
 
   /** Moves delayed tasks that fell due into their queues; schedules the next look. */

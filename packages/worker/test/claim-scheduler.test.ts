@@ -986,3 +986,60 @@ describe("ClaimScheduler: waiting for a free slot", () => {
     expect(refTimers()).toBeLessThan(before + 3);
   });
 });
+
+describe("ClaimScheduler: a blocking read that brings more than the free slots", () => {
+  it("runs no more than its slots and gives the rest back to their lanes, for the next claims", async () => {
+    // The claim that asks without blocking finds nothing; just then tasks land in all three lanes,
+    // so the blocking read that follows returns one entry of each (COUNT holds per lane).
+    const queue = "overflow";
+    await broker.ensureGroup(queue);
+    class EmptyClaimStore extends TestTaskStore {
+      landed = false;
+      override async claim(...args: Parameters<TaskStore["claim"]>) {
+        if (this.landed) return super.claim(...args);
+        this.landed = true;
+        await store.createMany(queue, [task(queue, "low", { priority: "low" }), task(queue, "normal"), task(queue, "high", { priority: "high" })]);
+        return [];
+      }
+    }
+    const h = await scheduler(
+      { queues: [queue], concurrency: 1, blockMs: 30_000 },
+      true,
+      broker,
+      silentLogger,
+      new EmptyClaimStore(redis, keys, DEFAULT_RETENTION),
+    );
+    await waitFor(async () => h.claimed.length === 1, { what: "a claim" });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(h.ids()).toEqual([`${queue}/high`]);
+    // Only the started one is delivered to this worker; the others wait unread in their lanes.
+    const [normal, low] = [laneKeys(keys, queue)[1]!, laneKeys(keys, queue)[2]!];
+    const pending = async (lane: string) => ((await redis.xpending(lane, CONSUMER_GROUP)) as [number])[0];
+    expect(await pending(normal)).toBe(0);
+    expect(await pending(low)).toBe(0);
+    expect(h.errors).toEqual([]);
+    // As slots free they are claimed in priority order, each once.
+    h.finish(`${queue}/high`);
+    await waitFor(async () => h.claimed.length === 2, { what: "the second claim" });
+    h.finish(`${queue}/normal`);
+    await waitFor(async () => h.claimed.length === 3, { what: "the third claim" });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(h.ids()).toEqual([`${queue}/high`, `${queue}/normal`, `${queue}/low`]);
+  });
+
+  it("gives back only entries still delivered to it, once: a resent call changes nothing", async () => {
+    const queue = "giveback";
+    await broker.ensureGroup(queue);
+    await store.createMany(queue, [task(queue, "a"), task(queue, "b")]);
+    const [a, b] = await broker.claim(redis, "w1", [queue], 2, 100);
+    const entries = [a!, b!].map((e) => ({ priority: e.priority, entryId: e.entryId, name: e.fields!.task! }));
+    // b was reclaimed by another worker in between: it stays with that worker.
+    await redis.xclaim(laneKeys(keys, queue)[1]!, CONSUMER_GROUP, "w2", 0, b!.entryId);
+    expect(await broker.release(queue, "w1", entries)).toBe(1);
+    expect(await broker.release(queue, "w1", entries)).toBe(0);
+    const again = await broker.claim(redis, "w3", [queue], 10, 100);
+    expect(again.map((e) => e.fields?.task)).toEqual(["a"]);
+    expect(again[0]!.entryId).not.toBe(a!.entryId);
+    expect((await redis.xpending(laneKeys(keys, queue)[1]!, CONSUMER_GROUP, "-", "+", 10)) as unknown[]).toHaveLength(2);
+  });
+});

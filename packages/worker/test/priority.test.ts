@@ -41,4 +41,37 @@ describe("priorities", () => {
     expect(lows[1]! - lows[0]!).toBeLessThanOrEqual(5);
     expect(lows[2]! - lows[1]!).toBeLessThanOrEqual(5);
   });
+
+  it("never runs more than its concurrency when new tasks land in several lanes at once", async () => {
+    // Tasks of all three priorities submitted together just as the worker turns from a claim that
+    // found none to its blocking read: that read returns an entry from each lane.
+    let running = 0;
+    let most = 0;
+    const seen: string[] = [];
+    await h.worker({
+      queues: ["lanes-at-once"],
+      concurrency: 1,
+      executor: {
+        execute: async (ctx) => {
+          seen.push(ctx.taskId);
+          most = Math.max(most, ++running);
+          await new Promise((r) => setTimeout(r, 2));
+          running--;
+          return null;
+        },
+      },
+    });
+    const client = h.client();
+    const agent = scripted("p");
+    const all: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      const handles = await client.submitMany(
+        (["low", "normal", "high"] as const).map((priority) => ({ agent, input: i, options: { queue: "lanes-at-once", priority } })),
+      );
+      await Promise.all(handles.map((t) => t.result()));
+      all.push(...handles.map((t) => t.taskId));
+    }
+    expect(most).toBe(1);
+    expect(seen.sort()).toEqual(all.sort());
+  });
 });
