@@ -71,6 +71,12 @@ export class ClaimScheduler {
   private firstQueue = 0;
   /** Slots promised to claims in flight (made by settle calls), not yet filled. */
   private reserved = 0;
+  /**
+   * The settle call that just returned claimed nothing: the lanes were empty a moment ago, so the
+   * next round blocks at once rather than asking again without blocking (a round trip that would
+   * find nothing). What landed in between is returned by the blocking read at once.
+   */
+  private lanesEmpty = false;
   private wakeUp: (() => void) | undefined;
   private readonly blockedRead: BlockedRead;
   private stopping = false;
@@ -125,6 +131,7 @@ export class ClaimScheduler {
   /** Settler hook: the entries a settle call claimed and started (`asked`: the count settleClaim gave). */
   settleStarted(queue: string, replies: readonly StartReply[], asked: number, sentAt: number): void {
     this.reserved -= asked;
+    this.lanesEmpty = asked > 0 && replies.length === 0;
     for (const reply of replies) this.deps.dispatch(queue, reply, false, sentAt);
     this.wake();
   }
@@ -242,7 +249,9 @@ export class ClaimScheduler {
       const order = this.nextOrder();
       let started = 0;
       const failed: unknown[] = [];
-      for (const queue of queuesInTurn(this.opts.queues, this.firstQueue++)) {
+      const lanesEmpty = this.lanesEmpty;
+      this.lanesEmpty = false;
+      for (const queue of lanesEmpty ? [] : queuesInTurn(this.opts.queues, this.firstQueue++)) {
         if (free - started <= 0) break;
         let replies: StartReply[];
         const sentAt = performance.now();

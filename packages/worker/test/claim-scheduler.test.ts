@@ -1043,3 +1043,30 @@ describe("ClaimScheduler: a blocking read that brings more than the free slots",
     expect((await redis.xpending(laneKeys(keys, queue)[1]!, CONSUMER_GROUP, "-", "+", 10)) as unknown[]).toHaveLength(2);
   });
 });
+
+describe("ClaimScheduler: after a settle call that claimed nothing", () => {
+  it("blocks at once, without asking the empty lanes again first, and takes what lands next", async () => {
+    const queue = "empty-settle";
+    const watched = new WatchedStore(redis, keys, DEFAULT_RETENTION);
+    await watched.createMany(queue, [task(queue, "a")]);
+    const h = await scheduler(
+      { queues: [queue], concurrency: 1, blockMs: 30_000, leaseMs: 600_000, promoteIntervalMs: 600_000 },
+      true,
+      broker,
+      silentLogger,
+      watched,
+    );
+    await waitFor(async () => h.claimed.length === 1, { what: "the first claim" });
+    h.setSettling(1);
+    expect(h.s.settleClaim(queue)).toEqual({ count: 1, order: expect.any(Array) });
+    h.setSettling(0);
+    h.finish(`${queue}/a`);
+    const asked = watched.claims.length;
+    // The settle call found the lanes empty: the next round's claim would find nothing too.
+    h.s.settleStarted(queue, [], 1, performance.now());
+    await pause(200);
+    await watched.createMany(queue, [task(queue, "b")]);
+    await waitFor(async () => h.claimed.length === 2, { what: "the task that landed while blocked", timeoutMs: 5_000 });
+    expect(watched.claims.length).toBe(asked);
+  });
+});
