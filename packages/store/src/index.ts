@@ -14,4 +14,5 @@ export { parseTaskRecord, RECORD_FIELDS, type RecordField, TaskRecordSchema, typ
 export type { FinishInput, FinishOutcome, RunnableTask, SettleInput, StartReply } from "./replies.ts";
 export { taskSignature, verifyTaskSignature } from "./signing.ts";
 export { type QueueStats, readQueueStats } from "./stats.ts";
-export { type NewTask, newSubmitId, TaskStore } from "./task-store.ts";
+export { newSubmitId } from "./submit-id.ts";
+export { type NewTask, TaskStore } from "./task-store.ts";

@@ -1,4 +1,4 @@
-import { randomFillSync, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { delayedKeys, LANE_ORDER, laneKeys, laneNumber, laneOrderArg } from "@flotilla/broker";
 import {
   type Backoff,
@@ -19,22 +19,7 @@ import { type FinishOutcome, optStatus, parseFinish, parseStartReplies, type Set
 import { CREATE_TASK_FIELDS, encodeRow, SETTLE_OUTCOME_FIELDS, START_ENTRY_FIELDS } from "./script-fields.ts";
 import { scripts } from "./scripts.ts";
 import { taskSignature } from "./signing.ts";
-
-/**
- * A fresh submitId: 72 random bits, enough to tell a resend from another submit of the same name,
- * in 12 characters (it is kept in the record as long as the task: a UUID cost 24 more bytes each).
- */
-export function newSubmitId(): string {
-  // Random bytes drawn in blocks: one draw per id cost a submit more than its id was worth.
-  if (submitIdsAt + 9 > submitIdPool.length) {
-    randomFillSync(submitIdPool);
-    submitIdsAt = 0;
-  }
-  submitIdsAt += 9;
-  return submitIdPool.toString("base64url", submitIdsAt - 9, submitIdsAt);
-}
-const submitIdPool = Buffer.alloc(4095);
-let submitIdsAt = submitIdPool.length;
+import { newSubmitId } from "./submit-id.ts";
 
 export interface NewTask {
   /** `<queue>/<name>`. */

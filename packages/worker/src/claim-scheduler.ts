@@ -1,13 +1,14 @@
-import { type Broker, type Lane, parseEntry, type RawEntry } from "@flotilla/broker";
-import { type ExponentialBackoff, exponentialDelay, type Logger, PRIORITIES, type Priority, sleep } from "@flotilla/core";
+import type { Broker, Lane } from "@flotilla/broker";
+import { type ExponentialBackoff, exponentialDelay, PRIORITIES, type Priority, sleep } from "@flotilla/core";
 import type { OwnedRedis } from "@flotilla/core/redis";
-import type { StartReply, TaskStore } from "@flotilla/store";
+import type { StartReply } from "@flotilla/store";
 import { BlockedRead } from "./blocked-read.ts";
 import { type InFlight, laneKey } from "./in-flight.ts";
 import { laneOrder } from "./lane-order.ts";
 import { queuesInTurn } from "./queue-turns.ts";
 import type { Readiness } from "./readiness.ts";
 import type { RedisLink } from "./redis-link.ts";
+import { type StartDeps, startClaimed } from "./start-claimed.ts";
 
 /** Pause before claiming again after failure number 1, 2, …: 200 ms, doubling, at most 5 s. */
 const CLAIM_RETRY_BACKOFF: ExponentialBackoff = { baseMs: 100, maxMs: 5000 };
@@ -29,22 +30,13 @@ export interface SchedulerOptions {
   fairnessEvery: number;
 }
 
-export interface SchedulerDeps {
-  store: TaskStore;
-  broker: Broker;
+export interface SchedulerDeps extends StartDeps {
   /** The connection the claim loop blocks on, and the one that can UNBLOCK it. */
   blocking: OwnedRedis;
   command: OwnedRedis;
   inFlight: InFlight;
   /** Outcomes handed to the settler and not yet written: their runs are over, their slots free. */
   settling: () => number;
-  /**
-   * Takes up a claimed entry (runs its task, or dead-letters it); `leaseFrom`: when the request that
-   * claimed it was sent (monotonic ms).
-   */
-  dispatch: (queue: string, reply: StartReply, reclaimed: boolean, leaseFrom: number) => void;
-  log: Logger;
-  onError: (err: unknown) => void;
   /** Told when claims start failing (the worker is not ready) and when one works again. */
   readiness: Pick<Readiness, "raise" | "clear">;
   /** Whether Redis can be reached: nothing is claimed while it cannot. */
@@ -283,44 +275,11 @@ export class ClaimScheduler {
           free,
           Math.min(this.opts.blockMs, untilDue, Math.floor(this.opts.leaseMs / 3)),
         );
-        await this.startClaimed(await this.releaseOverflow(entries, free), false, sentAt);
+        await startClaimed(this.deps, this.opts.workerId, entries, { reclaimed: false, leaseFrom: sentAt, free });
       }
     } finally {
       this.reserved -= free;
     }
-  }
-
-  /**
-   * A blocking read returns up to `count` entries from each lane holding some when it is sent (new
-   * entries landed in several lanes between the claim that found none and the read): keeps the
-   * first `free` well-formed ones (lanes in priority order) and gives the rest back to their lanes,
-   * so the worker never runs more than `concurrency` tasks. Malformed entries are kept: they are
-   * dead-lettered, not run. Entries whose giving back fails stay pending here and are reclaimed
-   * once their lease lapses, as after a lost connection.
-   */
-  private async releaseOverflow(entries: RawEntry[], free: number): Promise<RawEntry[]> {
-    const kept: RawEntry[] = [];
-    const over = new Map<string, Array<{ priority: Priority; entryId: string; name: string }>>();
-    for (const raw of entries) {
-      const entry = parseEntry(raw);
-      if (!entry.ok || free > 0) {
-        kept.push(raw);
-        if (entry.ok) free--;
-        continue;
-      }
-      over.set(entry.queue, [...(over.get(entry.queue) ?? []), { priority: entry.priority, entryId: entry.entryId, name: entry.name }]);
-    }
-    for (const [queue, list] of over) {
-      try {
-        await this.deps.broker.release(queue, this.opts.workerId, list);
-      } catch (err) {
-        // The kept entries still start (or meet the same trouble there, where the loop handles it).
-        this.deps.link.observe(err);
-        this.deps.log.warn("could not give back entries read beyond the free slots; they are reclaimed when their lease lapses", { queue, err });
-        this.deps.onError(err);
-      }
-    }
-    return kept;
   }
 
   /** Moves delayed tasks that fell due into their queues; schedules the next look. */
@@ -380,7 +339,7 @@ export class ClaimScheduler {
         for (const raw of taken) {
           this.deps.log.info("reclaimed a task whose lease lapsed", { queue, priority, entryId: raw.entryId, task: raw.fields?.task });
         }
-        await this.startClaimed(taken, true, sentAt);
+        await startClaimed(this.deps, this.opts.workerId, taken, { reclaimed: true, leaseFrom: sentAt });
       }
     }
   }
@@ -400,33 +359,5 @@ export class ClaimScheduler {
     } catch (err) {
       this.deps.log.warn("could not forget idle consumers; will retry", { err });
     }
-  }
-
-  /**
-   * Starts the tasks of entries this worker holds; malformed entries go to dispatch to be
-   * dead-lettered. `leaseFrom`: when the request that claimed them was sent (monotonic ms).
-   */
-  private async startClaimed(entries: readonly RawEntry[], reclaimed: boolean, leaseFrom: number): Promise<void> {
-    const byQueue = new Map<string, Array<{ priority: Priority; entryId: string; name: string }>>();
-    for (const raw of entries) {
-      const entry = parseEntry(raw);
-      if (!entry.ok) {
-        this.deps.dispatch(raw.queue, { kind: "malformed", priority: raw.priority, entryId: raw.entryId, fields: raw.fields }, reclaimed, leaseFrom);
-        continue;
-      }
-      byQueue.set(entry.queue, [...(byQueue.get(entry.queue) ?? []), { priority: entry.priority, entryId: entry.entryId, name: entry.name }]);
-    }
-    let failed: unknown;
-    for (const [queue, list] of byQueue) {
-      try {
-        for (const reply of await this.deps.store.startEntries(queue, this.opts.workerId, list, reclaimed))
-          this.deps.dispatch(queue, reply, reclaimed, leaseFrom);
-      } catch (err) {
-        // Its entries stay pending (reclaimed once their lease lapses); the other queues' start now.
-        if (this.deps.link.observe(err) !== "other") throw err;
-        failed ??= err;
-      }
-    }
-    if (failed !== undefined) throw failed;
   }
 }

@@ -7,8 +7,6 @@ import { answeredWhenReady } from "./when-ready.ts";
  * whose own clock is ahead or behind cannot make a live worker look dead or a delay shrink or grow.
  */
 export async function redisTime(redis: Pick<Redis, "pipeline">): Promise<number> {
-  const [[err, reply] = []] = (await answeredWhenReady(redis, (p) => p.time())) ?? [];
-  if (err) throw err;
-  const [seconds, micros] = reply as [string, string];
+  const [seconds, micros] = await answeredWhenReady<[string, string]>(redis, (p) => p.time());
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }

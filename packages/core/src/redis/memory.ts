@@ -26,13 +26,7 @@ export function parseMemoryInfo(info: string): RedisMemory {
  * first to be refused.
  */
 export async function readRedisMemory(redis: Redis): Promise<RedisMemory> {
-  const all = await Promise.all(
-    everyMaster(redis).map(async (node) => {
-      const [[err, info] = []] = (await answeredWhenReady(node, (p) => p.info("memory"))) ?? [];
-      if (err) throw err;
-      return parseMemoryInfo(info as string);
-    }),
-  );
+  const all = await Promise.all(everyMaster(redis).map(async (node) => parseMemoryInfo(await answeredWhenReady<string>(node, (p) => p.info("memory")))));
   return all.reduce((a, b) => (fullness(b) > fullness(a) ? b : a));
 }
 
