@@ -31,6 +31,10 @@ whole test suite against it in a temporary copy of the repository, and reports w
   --check             only check that every breakage applies and changes a built script (seconds)
   --table             only rewrite the results' markdown and TESTING.md's table from the saved results
   --no-baseline       skip the first run on the unbroken copy (which must pass)
+  --known-catchers    for a breakage with saved results, run only the test files that caught it
+                      last time; the whole suite only when they no longer catch it as required (or
+                      it has no saved results). Checks that nothing catches less, in minutes a
+                      breakage instead of a whole suite each
   --keep              keep the temporary copies (their paths are printed)
   --timeout <min>     give up on one suite run after this long (default 30)
   --redis <url>       run the suites against this Redis (default: a private redis-server from PATH,
@@ -49,6 +53,7 @@ export function parseArgs(argv) {
     check: false,
     table: false,
     baseline: true,
+    knownCatchers: false,
     keep: false,
     timeoutMin: 30,
     redis: "",
@@ -65,6 +70,7 @@ export function parseArgs(argv) {
     else if (a === "--check") o.check = true;
     else if (a === "--table") o.table = true;
     else if (a === "--no-baseline") o.baseline = false;
+    else if (a === "--known-catchers") o.knownCatchers = true;
     else if (a === "--keep") o.keep = true;
     else if (a === "--timeout") o.timeoutMin = Number(value());
     else if (a === "--redis") o.redis = value();
@@ -89,12 +95,13 @@ const say = (text) => process.stdout.write(`[mutate lua] ${text}\n`);
 
 /**
  * Runs the suite once in a fresh copy, with `b` applied (or none: the baseline). Returns the run and
- * its failed tests (undefined when the suite wrote no report).
+ * its failed tests (undefined when the suite wrote no report). `files`: only these test files.
  * @param {import("./breakages.mjs").Breakage | undefined} b
  * @param {{ logs: string, timeoutMin: number, redis: string, keep: boolean, signal: AbortSignal }} o
+ * @param {string[]} [files]
  */
-async function oneRun(b, o) {
-  const id = b?.id ?? "baseline";
+async function oneRun(b, o, files = []) {
+  const id = `${b?.id ?? "baseline"}${files.length ? "-known" : ""}`;
   const copy = copyRepo(ROOT, id);
   const redis = o.redis
     ? { url: o.redis, stop: async () => {} }
@@ -105,7 +112,15 @@ async function oneRun(b, o) {
     if (b) applyBreakage(copy, b);
     const jsonFile = join(o.logs, `${id}.json`);
     const logFile = join(o.logs, `${id}.log`);
-    const run = await runSuite(copy, { jsonFile, logFile, env: suiteEnv(redis.url), timeoutMs: o.timeoutMin * 60_000, exclude: NOT_RUN, signal: o.signal });
+    const run = await runSuite(copy, {
+      jsonFile,
+      logFile,
+      env: suiteEnv(redis.url),
+      timeoutMs: o.timeoutMin * 60_000,
+      exclude: NOT_RUN,
+      signal: o.signal,
+      files,
+    });
     return { run, report: readFailures(jsonFile, copy), logFile };
   } finally {
     await redis.stop();
@@ -189,10 +204,27 @@ export async function main(argv) {
   const fresh = new Map();
   for (const [i, b] of selected.entries()) {
     say(`${i + 1}/${selected.length} ${b.id}: ${b.guard}`);
-    const { run: r, report, logFile } = await oneRun(b, run);
+    const before = results.get(b.id);
+    const catchers = o.knownCatchers && before?.verdict === "caught" ? [...new Set(before.failed.map((f) => f.file))] : [];
+    let outcome;
+    let scope = "whole suite";
+    if (catchers.length > 0) {
+      say(`  the ${catchers.length} file(s) that caught it last time: ${catchers.join(", ")}`);
+      const known = await oneRun(b, run, catchers);
+      if (interrupt.signal.aborted) break;
+      const judged = judge(b, known.report?.failed, levels, known.run);
+      if (judged.verdict === "caught") {
+        outcome = { ...known, judged };
+        scope = "known catchers";
+      } else say(`  they no longer catch it as required (${judged.verdict}: ${judged.why}): the whole suite …`);
+    }
+    if (!outcome) {
+      const whole = await oneRun(b, run);
+      outcome = { ...whole, judged: judge(b, whole.report?.failed, levels, whole.run) };
+    }
     if (interrupt.signal.aborted) break;
-    const judged = judge(b, report?.failed, levels, r);
-    const result = { id: b.id, ...judged, scripts: scripts.get(b.id) ?? [], ms: r.ms, at: new Date().toISOString() };
+    const { run: r, logFile, judged } = outcome;
+    const result = { id: b.id, ...judged, scope, scripts: scripts.get(b.id) ?? [], ms: r.ms, at: new Date().toISOString() };
     results.set(b.id, result);
     fresh.set(b.id, result);
     say(`  ${result.verdict.toUpperCase()}: ${result.why} (${Math.round(r.ms / 1000)} s; ${logFile})`);

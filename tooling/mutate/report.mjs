@@ -10,7 +10,7 @@ import { levelOf } from "./breakages.mjs";
  * @typedef {import("./breakages.mjs").Levels} Levels
  * @typedef {import("./suite.mjs").FailedTest} FailedTest
  * @typedef {"caught" | "survived" | "weak" | "error"} Verdict
- * @typedef {{ id: string, verdict: Verdict, why: string, failed: (FailedTest & { level: string })[], scripts: string[], ms: number, at: string }} Result
+ * @typedef {{ id: string, verdict: Verdict, why: string, failed: (FailedTest & { level: string })[], scripts: string[], ms: number, at: string, scope?: string }} Result
  */
 
 /**

@@ -15,12 +15,13 @@ import { join, relative } from "node:path";
  * `vitest run` in `root` (its own vitest.config.ts: every project, the global setup that builds the
  * Lua) but the files matching `exclude` (globs, relative to each project), results to `jsonFile`,
  * output to `logFile`; killed (its whole process group) after `timeoutMs` or when `signal` aborts.
- * @param {string} root @param {{ jsonFile: string, logFile: string, env: NodeJS.ProcessEnv, timeoutMs: number, exclude: string[], signal: AbortSignal }} o
+ * `files`: only these (paths from the root) instead of the whole suite.
+ * @param {string} root @param {{ jsonFile: string, logFile: string, env: NodeJS.ProcessEnv, timeoutMs: number, exclude: string[], signal: AbortSignal, files?: string[] }} o
  * @returns {Promise<SuiteRun>}
  */
-export function runSuite(root, { jsonFile, logFile, env, timeoutMs, exclude, signal }) {
+export function runSuite(root, { jsonFile, logFile, env, timeoutMs, exclude, signal, files = [] }) {
   const cli = join(root, "node_modules", "vitest", "vitest.mjs");
-  const args = [cli, "run", "--reporter=dot", "--reporter=json", `--outputFile.json=${jsonFile}`, ...exclude.flatMap((g) => ["--exclude", g])];
+  const args = [cli, "run", ...files, "--reporter=dot", "--reporter=json", `--outputFile.json=${jsonFile}`, ...exclude.flatMap((g) => ["--exclude", g])];
   const started = Date.now();
   const log = createWriteStream(logFile);
   const child = spawn(process.execPath, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: true });

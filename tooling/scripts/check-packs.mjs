@@ -4,7 +4,9 @@
 // is there, every source map points at sources inside the tarball, README links work on the
 // registry, and the manifest names no private workspace package and no `workspace:` range.
 // Needs a build first (`pnpm build`); CI runs it after its build. Usage:
-//   node tooling/scripts/check-packs.mjs [folder to keep the tarballs in]
+//   npm run pack:check [-- <folder to keep the tarballs in>]
+// With a folder it keeps the tarballs there and prints the one `npm install` line that installs them
+// all into an app outside the repository (before a release, their ^0.0.0 ranges are on no registry).
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -90,3 +92,9 @@ if (problems.length > 0) {
   process.exit(1);
 }
 console.log(`\n${published.length} published packages packed and checked${keep ? `; tarballs in ${relative(process.cwd(), out) || "."}` : ""}.`);
+if (keep) {
+  // The packages name each other at ^0.0.0, which the registry does not have before a release: given
+  // all in one install, npm takes each from its tarball. One line installs them into an outside app.
+  const tarballs = published.map((p) => join(out, `${p.name.replace(/^@/, "").replace("/", "-")}-${p.version}.tgz`));
+  console.log(`\nTo try them in an app outside this repository (from the app's folder):\n  npm install ${tarballs.join(" ")}`);
+}

@@ -4,6 +4,8 @@
 #   FLOTILLA_CACHE        cache root (default ~/.cache/flotilla)
 #   FLOTILLA_TEMPORAL_BIN use this binary instead
 #   FLOTILLA_PROGRESS_SECONDS  how often a long step says it is still running (default 30)
+#   FLOTILLA_TEMPORAL_CACHED_ONLY=1  print the cached binary, or exit 1 without building
+# Two runs at once build once: the second waits for the first (a lock beside the cache folder).
 # Progress goes to stderr (stdout is the binary's path): what it does, each step, and a line every
 # FLOTILLA_PROGRESS_SECONDS while a step runs, so the one slow build never looks like a hang.
 set -euo pipefail
@@ -18,6 +20,8 @@ if [[ -x "$BIN" ]]; then
   echo "$BIN"
   exit 0
 fi
+# FLOTILLA_TEMPORAL_CACHED_ONLY=1: only say whether it is built (exit 1 when not), never build.
+if [[ -n "${FLOTILLA_TEMPORAL_CACHED_ONLY:-}" ]]; then exit 1; fi
 if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
   export PATH="/usr/local/go/bin:$PATH"
 fi
@@ -55,6 +59,21 @@ ticking() {
   wait "$ticker" 2>/dev/null || true
   return "$rc"
 }
+# One build at a time on a machine: a run that finds another building (two clones' CI, or CI's
+# background build and the test command's) waits for it and takes its binary instead of building the
+# same thing again on the same cores. The lock is a file beside the cache folder, held until exit.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$CACHE.lock"
+  if ! flock -n 9; then
+    echo "temporal.sh: another run is building the Temporal dev server; waiting for it…" >&2
+    ticking "waiting for the other build" flock 9
+    if [[ -x "$BIN" ]]; then
+      echo "temporal.sh: the other run built it: $BIN" >&2
+      echo "$BIN"
+      exit 0
+    fi
+  fi
+fi
 echo "temporal.sh: building the Temporal dev server (the temporal CLI $VERSION) for the Temporal tests, once: it is cached in $CACHE." >&2
 echo "temporal.sh: this usually takes 3–10 minutes (a download of its Go modules, then a compile); later runs reuse the binary." >&2
 # Two runs at once (two clones' CI) each build into a folder of their own inside the cache folder and

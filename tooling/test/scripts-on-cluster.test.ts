@@ -295,20 +295,40 @@ describe.skipIf(onCluster())("every Lua script on a Redis Cluster", () => {
     expect(await consumers()).not.toContain("st-ghost");
   });
 
-  it("graphs: a template saved and run; a waiting run cancelled; a failed run retried to success", async () => {
+  it("graphs: a template saved and run; a waiting run cancelled; a task name closed by a cancel; a failed run retried to success", async () => {
     expect(await client.graphs.templates.save({ name: "st-shout", nodes: [{ id: "shout", type: "st-upper" }] })).toEqual({ name: "st-shout", version: 1 });
     const run = await client.startGraph("st-shout@1", "hello");
     expect(await run.result({ timeoutMs: 10_000 })).toEqual({ shout: "HELLO" });
 
     // No worker serves its node's type: it waits until cancelled.
     const idle = await client.startGraph({ nodes: [{ id: "idle", type: "st-unserved" }] }, null);
-    expect(await idle.cancel("not wanted")).toBe("cancelled");
+    expect(await idle.cancel("not wanted")).toEqual({ outcome: "cancelled", status: "CANCELLED" });
     await expect(idle.result({ timeoutMs: 10_000 })).rejects.toMatchObject({ code: ErrorCodes.RUN_CANCELLED });
+    expect((await idle.status()).nodes.map((n) => n.status)).toEqual(["CANCELLED"]);
+
+    // Cancelled between a hand-off's two steps (its advance made `late`, whose task is not created
+    // yet): the cancel closes the task's name in its queue's slot, and the late create is a no-op.
+    const handOff = await client.startGraph(
+      {
+        nodes: [
+          { id: "first", type: "st-unserved", next: ["late"] },
+          { id: "late", type: "st-unserved-late" },
+        ],
+      },
+      null,
+    );
+    await client.graphs.engine.runs.advance(handOff.runId, [{ instance: "first@#1", outcome: "EXECUTED", output: "{}" }], 60_000);
+    expect(await handOff.cancel("between the steps")).toEqual({ outcome: "cancelled", status: "CANCELLED" });
+    await client.graphs.engine.createTasks(handOff.runId, ["late@#1"]);
+    const late = (await handOff.status()).nodes.find((n) => n.instance === "late@#1")!;
+    expect(late.status).toBe("CANCELLED");
+    expect(await client.handle(late.taskId).status()).toMatchObject({ status: "CANCELLED", attempt: 0 });
 
     const flaky = await client.startGraph({ nodes: [{ id: "f", type: "st-flaky" }] }, null);
     await expect(flaky.result({ timeoutMs: 10_000 })).rejects.toMatchObject({ code: ErrorCodes.RUN_FAILED });
+    await expect(run.retry()).rejects.toMatchObject({ code: ErrorCodes.VALIDATION, status: "SUCCEEDED" });
     graphBroken = false;
-    expect(await flaky.retry()).toBe("retried");
+    expect(await flaky.retry()).toBe(flaky);
     expect(await flaky.result({ timeoutMs: 10_000 })).toEqual({ f: "fixed" });
   });
 

@@ -6,6 +6,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { spawnCaptured } from "./spawn-captured.ts";
 
@@ -66,21 +67,33 @@ afterAll(() => {
 });
 
 describe("tooling/scripts/temporal.sh", () => {
-  it("two runs at once each build into a file of their own and rename it into place: the cache holds one whole binary", async () => {
+  it("two runs at once build once: the second waits for the first and takes its binary; the cache holds one whole binary", async () => {
     const box = sandbox();
     const [a, b] = await Promise.all([run(box.env), run(box.env)]);
     expect(a.code, a.stderr).toBe(0);
     expect(b.code, b.stderr).toBe(0);
     expect(a.stdout.trim()).toBe(box.binary);
     expect(b.stdout.trim()).toBe(box.binary);
-    // Both builds ran (neither waited for the other), and the binary is one build's output, whole.
-    expect(box.goCalls().filter((c) => c.startsWith("build "))).toHaveLength(2);
+    // One build ran; the other run said it waited for it.
+    expect(box.goCalls().filter((c) => c.startsWith("build "))).toHaveLength(1);
+    expect(a.stderr + b.stderr).toContain("another run is building the Temporal dev server; waiting for it");
     const halves = readFileSync(box.binary, "utf8").split("\n").filter(Boolean);
     expect(halves).toHaveLength(2);
     expect(halves[0]).toMatch(/^first half (\d+)$/);
     expect(halves[1]).toBe(halves[0]!.replace("first", "second"));
     // Nothing half-built is left beside it.
     expect(readdirSync(box.cacheDir)).toEqual(["temporal"]);
+  }, 60_000);
+
+  it("a run that waited for a build that failed builds itself", async () => {
+    const box = sandbox();
+    const failing = run({ ...box.env, FAKE_GO_FAIL: "1" });
+    await waitFor(() => box.goCalls().some((c) => c.startsWith("build ")), { what: "the first build to start" });
+    const second = await run(box.env);
+    expect((await failing).code).not.toBe(0);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout.trim()).toBe(box.binary);
+    expect(box.goCalls().filter((c) => c.startsWith("build "))).toHaveLength(2);
   }, 60_000);
 
   it("a failed build leaves nothing in the cache, so the next run builds again", async () => {

@@ -1,6 +1,6 @@
 import { loadavg } from "node:os";
 import { busTarget, type EndToEndOptions, endToEnd, plainTarget, publishRates } from "./bus-runs.ts";
-import type { BenchContext } from "./drain.ts";
+import { type BenchContext, bySize } from "./drain.ts";
 import { newAdmin, ratio } from "./harness.ts";
 
 /**
@@ -14,9 +14,11 @@ import { newAdmin, ratio } from "./harness.ts";
 export async function bus(ctx: BenchContext) {
   const load = () => Math.round(loadavg()[0]! * 100) / 100;
   const loadBefore = load();
-  const counts = ctx.quick
-    ? { single: 1000, inFlight: 50, batched: 10_000, batch: 1000, rounds: 3 }
-    : { single: 5000, inFlight: 50, batched: 100_000, batch: 1000, rounds: 3 };
+  const counts = bySize(ctx, {
+    smoke: { single: 200, inFlight: 20, batched: 2000, batch: 500, rounds: 1 },
+    quick: { single: 1000, inFlight: 50, batched: 10_000, batch: 1000, rounds: 3 },
+    full: { single: 5000, inFlight: 50, batched: 100_000, batch: 1000, rounds: 3 },
+  });
   const admin = newAdmin(ctx.url);
   const targets = { flotilla: busTarget(ctx.url, "bench-bus-flotilla-publish"), plain: plainTarget(ctx.url, "bench-bus-plain-publish") };
   const rates = await publishRates(targets, admin, counts);
@@ -43,11 +45,11 @@ export async function bus(ctx: BenchContext) {
     procs: 2,
     groups: ["g1", "g2", "g3"],
     concurrency: 50,
-    burst: ctx.quick ? 5000 : 50_000,
-    batch: 1000,
-    steady: ctx.quick ? 1000 : 10_000,
-    rate: ctx.quick ? 1000 : 2500,
-    idleMs: ctx.quick ? 2000 : 3000,
+    burst: bySize(ctx, { smoke: 500, quick: 5000, full: 50_000 }),
+    batch: bySize(ctx, { smoke: 250, quick: 1000, full: 1000 }),
+    steady: bySize(ctx, { smoke: 100, quick: 1000, full: 10_000 }),
+    rate: bySize(ctx, { smoke: 500, quick: 1000, full: 2500 }),
+    idleMs: bySize(ctx, { smoke: 1000, quick: 2000, full: 3000 }),
   };
   const flotilla = await endToEnd(ctx.url, "flotilla", o);
   const plain = await endToEnd(ctx.url, "plain", o);

@@ -4,10 +4,18 @@ import { Queue } from "bullmq";
 import { callsPer } from "./graph-runs.ts";
 import { bullConnection, commandStats, newAdmin, redisFigures, type System, startWorkers, waitUntil } from "./harness.ts";
 
+/** How big a run is: `full` (the default), `quick` (`--quick`: a look in a minute or two), `smoke` (`--smoke`: the smallest run that still exercises every part, for the bench's own test). */
+export type BenchSize = "smoke" | "quick" | "full";
+
 export interface BenchContext {
   url: string;
+  /** Not `full`: the scenarios' smaller sizes. */
   quick: boolean;
+  size: BenchSize;
 }
+
+/** The value of a scenario's knob for the run's size. */
+export const bySize = <T>(ctx: BenchContext, values: Record<BenchSize, T>): T => values[ctx.size];
 
 export const noop = new Agent({ name: "noop", model: "scripted:noop" });
 let runs = 0;

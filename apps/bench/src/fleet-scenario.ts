@@ -1,5 +1,5 @@
 import { createKeys } from "@flotilla/core";
-import type { BenchContext } from "./drain.ts";
+import { type BenchContext, bySize } from "./drain.ts";
 import { type FleetOptions, fleetRun } from "./fleet-runs.ts";
 import { clusterTarget, type FleetTarget, singleTarget } from "./fleet-targets.ts";
 import { ratio } from "./harness.ts";
@@ -10,14 +10,14 @@ import { ratio } from "./harness.ts";
  * its own; Flotilla and BullMQ with the same fleet, one after the other on each. Tasks/s from "go"
  * (every process started and holding its first tasks at the gate) to the last queue empty, each
  * master's Redis CPU, the cores the machine kept busy, the tasks each process ran and when each
- * queue ran dry. `--quick`: 4 processes × 10, 4,000 tasks.
+ * queue ran dry. `--quick`: 4 processes × 10, 4,000 tasks; `--smoke`: 2 × 5, 400.
  */
 export async function fleet(ctx: BenchContext) {
   const o: FleetOptions = {
-    procs: ctx.quick ? 4 : 20,
-    concurrency: ctx.quick ? 10 : 50,
+    procs: bySize(ctx, { smoke: 4, quick: 4, full: 20 }),
+    concurrency: bySize(ctx, { smoke: 10, quick: 10, full: 50 }),
     queues: Array.from({ length: 8 }, (_, i) => `fleet-${i}`),
-    tasks: ctx.quick ? 4000 : 100_000,
+    tasks: bySize(ctx, { smoke: 800, quick: 4000, full: 100_000 }),
   };
   const out = [];
   for (const kind of ["single", "cluster"] as const) {

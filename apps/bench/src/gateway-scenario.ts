@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { FlotillaClient, type TaskHandle } from "@flotilla/client";
-import { type BenchContext, freshPrefix, noop } from "./drain.ts";
+import { type BenchContext, bySize, freshPrefix, noop } from "./drain.ts";
 import { newAdmin, percentiles, redisFigures, startWorkers } from "./harness.ts";
 
 /** Followers per task, tasks, text events per task. */
@@ -112,7 +112,7 @@ function summary(tally: Tally, followers: number, cpu: Record<string, number>) {
  * then the same followers through FlotillaClient.stream() in this process.
  */
 export async function gateway(ctx: BenchContext) {
-  const tasks = ctx.quick ? 20 : 100;
+  const tasks = bySize(ctx, { smoke: 4, quick: 20, full: 100 });
   const perTask = 200;
   const prefix = freshPrefix("flotilla");
   const workers = await startWorkers("flotilla", 2, {

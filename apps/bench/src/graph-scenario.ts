@@ -1,6 +1,6 @@
 import { GraphClient } from "@flotilla/graph";
 import { FlowProducer, Queue, QueueEvents } from "bullmq";
-import { type BenchContext, drain, freshPrefix } from "./drain.ts";
+import { type BenchContext, bySize, drain, freshPrefix } from "./drain.ts";
 import { flowRun, graphRun } from "./graph-runs.ts";
 import { bullConnection, newAdmin, ratio, startWorkers } from "./harness.ts";
 
@@ -12,7 +12,7 @@ import { bullConnection, newAdmin, ratio, startWorkers } from "./harness.ts";
  * run, the commands of a plain no-op task, for the ratio a graph node costs over it.
  */
 export async function graph(ctx: BenchContext) {
-  const width = ctx.quick ? 200 : 1000;
+  const width = bySize(ctx, { smoke: 40, quick: 200, full: 1000 });
   const repeats = ctx.quick ? 1 : 3;
   const nodes = width + 2;
   const admin = newAdmin(ctx.url);

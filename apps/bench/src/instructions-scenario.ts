@@ -5,7 +5,7 @@ import { type NewTask, TaskStore } from "@flotilla/store";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { type CallgrindRedis, hasCallgrind, startCallgrindRedis } from "./callgrind-redis.ts";
-import { type BenchContext, freshPrefix, noop } from "./drain.ts";
+import { type BenchContext, bySize, freshPrefix, noop } from "./drain.ts";
 import { bullConnection, ratio, type System, startWorkers } from "./harness.ts";
 
 /**
@@ -17,7 +17,7 @@ import { bullConnection, ratio, type System, startWorkers } from "./harness.ts";
  */
 export async function instructions(ctx: BenchContext) {
   if (!hasCallgrind()) return [{ scenario: "instructions", skipped: "valgrind (callgrind_control) is not on the PATH" }];
-  const tasks = ctx.quick ? 500 : 2000;
+  const tasks = bySize(ctx, { smoke: 100, quick: 500, full: 2000 });
   const server = await startCallgrindRedis();
   try {
     const flotilla = { ...(await endToEnd(server, "flotilla", tasks)), ...(await perScript(server, tasks)) };

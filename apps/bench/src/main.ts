@@ -1,9 +1,10 @@
-// pnpm bench [scenario...] [--quick]: Flotilla and BullMQ side by side on a private Redis; one JSON object per result.
+// pnpm bench [scenario...] [--quick | --smoke]: Flotilla and BullMQ side by side on a private Redis; one JSON object per result.
 import { parseArgs } from "node:util";
 import { startRedisServer } from "@flotilla/testing";
 import { scenarios } from "./scenarios.ts";
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { quick: { type: "boolean" } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { quick: { type: "boolean" }, smoke: { type: "boolean" } } });
+const size = values.smoke ? "smoke" : values.quick ? "quick" : "full";
 const names = positionals.length ? positionals : Object.keys(scenarios);
 for (const name of names) {
   if (!(name in scenarios)) {
@@ -15,7 +16,7 @@ for (const name of names) {
 const server = await startRedisServer({ aof: false });
 try {
   for (const name of names) {
-    for (const result of await scenarios[name as keyof typeof scenarios]({ url: server.url, quick: values.quick ?? false })) {
+    for (const result of await scenarios[name as keyof typeof scenarios]({ url: server.url, quick: size !== "full", size })) {
       process.stdout.write(`${JSON.stringify(result)}\n`);
     }
   }

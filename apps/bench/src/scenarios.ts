@@ -3,7 +3,7 @@ import { scanPrefix } from "@flotilla/testing";
 import { Queue, QueueEvents } from "bullmq";
 import { agentTaskBytes } from "./agent-task-bytes.ts";
 import { bus } from "./bus-scenario.ts";
-import { type BenchContext, drain, freshPrefix, noop } from "./drain.ts";
+import { type BenchContext, bySize, drain, freshPrefix, noop } from "./drain.ts";
 import { fleet } from "./fleet-scenario.ts";
 import { gateway } from "./gateway-scenario.ts";
 import { graph } from "./graph-scenario.ts";
@@ -14,7 +14,7 @@ import { tokens } from "./tokens-scenario.ts";
 export type { BenchContext } from "./drain.ts";
 
 export async function throughput(ctx: BenchContext) {
-  const tasks = ctx.quick ? 2000 : 20_000;
+  const tasks = bySize(ctx, { smoke: 400, quick: 2000, full: 20_000 });
   const out = [];
   for (const procs of [1, 4]) {
     const flotilla = await drain(ctx, "flotilla", tasks, procs, 50);
@@ -26,8 +26,8 @@ export async function throughput(ctx: BenchContext) {
 
 /** Single-call submit rate from one process (no workers running), and bulk submit. */
 export async function submit(ctx: BenchContext) {
-  const single = ctx.quick ? 1000 : 5000;
-  const bulk = ctx.quick ? 5000 : 20_000;
+  const single = bySize(ctx, { smoke: 200, quick: 1000, full: 5000 });
+  const bulk = bySize(ctx, { smoke: 1000, quick: 5000, full: 20_000 });
   const fPrefix = freshPrefix("flotilla");
   const client = new FlotillaClient({ redis: ctx.url, prefix: fPrefix });
   await client.submit(noop, "warm", { queue: "bench" });
@@ -63,18 +63,25 @@ export async function submit(ctx: BenchContext) {
 
 /** One task at a time: submit → result resolved (and, for Flotilla, submit → first streamed event). */
 export async function latency(ctx: BenchContext) {
-  const runsCount = ctx.quick ? 200 : 2000;
+  const runsCount = bySize(ctx, { smoke: 50, quick: 200, full: 2000 });
   const fPrefix = freshPrefix("flotilla");
   let stop = await startWorkers("flotilla", 1, { REDIS_URL: ctx.url, BENCH_PREFIX: fPrefix, BENCH_CONCURRENCY: "1" });
   const client = new FlotillaClient({ redis: ctx.url, prefix: fPrefix });
+  const admin = newAdmin(ctx.url);
   const fResult: number[] = [];
   const fFirst: number[] = [];
+  let fCalls = 0;
   for (let i = 0; i < runsCount + 20; i++) {
+    // Commands per task with the worker idle between tasks (each submitted after the last ended),
+    // counted over the timed runs: every command either side sends, the client's included.
+    const before = i === 20 ? await redisFigures(admin) : undefined;
     const t = performance.now();
     const handle = await client.submit(noop, i, { queue: "bench" });
     await handle.result();
     if (i >= 20) fResult.push(performance.now() - t);
+    if (before) fCalls -= before.calls;
   }
+  fCalls += (await redisFigures(admin)).calls;
   for (let i = 0; i < Math.min(runsCount, 500); i++) {
     const t = performance.now();
     const handle = await client.submit(noop, i, { queue: "bench" });
@@ -93,12 +100,17 @@ export async function latency(ctx: BenchContext) {
   const events = new QueueEvents("bench", { connection: bullConnection(ctx.url), prefix: bPrefix });
   await events.waitUntilReady();
   const bResult: number[] = [];
+  let bCalls = 0;
   for (let i = 0; i < runsCount + 20; i++) {
+    const before = i === 20 ? await redisFigures(admin) : undefined;
     const t = performance.now();
     const job = await queue.add("noop", i);
     await job.waitUntilFinished(events);
     if (i >= 20) bResult.push(performance.now() - t);
+    if (before) bCalls -= before.calls;
   }
+  bCalls += (await redisFigures(admin)).calls;
+  admin.disconnect();
   await events.close();
   await queue.close();
   await stop();
@@ -109,8 +121,9 @@ export async function latency(ctx: BenchContext) {
       scenario: "latency",
       runs: runsCount,
       unit: "ms",
-      flotilla: { submitToResult: f, submitToFirstEvent: percentiles(fFirst) },
-      bullmq: { submitToResult: b },
+      // The INFO reads that count them are 3 commands each side, left in (under 0.01 a task over 500 runs).
+      flotilla: { submitToResult: f, submitToFirstEvent: percentiles(fFirst), commandsPerTask: Math.round((fCalls / runsCount) * 100) / 100 },
+      bullmq: { submitToResult: b, commandsPerTask: Math.round((bCalls / runsCount) * 100) / 100 },
       ratioP50: ratio(f.p50, b.p50),
       ratioP99: ratio(f.p99, b.p99),
     },
@@ -119,7 +132,7 @@ export async function latency(ctx: BenchContext) {
 
 /** 1,000 concurrent tasks each emitting 200 text events, all consumed by stream() in this one process. */
 export async function streaming(ctx: BenchContext) {
-  const tasks = ctx.quick ? 200 : 1000;
+  const tasks = bySize(ctx, { smoke: 50, quick: 200, full: 1000 });
   const perTask = 200;
   const prefix = freshPrefix("flotilla");
   const stop = await startWorkers("flotilla", 2, {
@@ -246,7 +259,7 @@ export async function recovery(ctx: BenchContext) {
  * TTL once every task ended, and memory per stored event.
  */
 export async function footprint(ctx: BenchContext) {
-  const tasks = ctx.quick ? 1000 : 5000;
+  const tasks = bySize(ctx, { smoke: 200, quick: 1000, full: 5000 });
   const admin = newAdmin(ctx.url);
   const prefix = freshPrefix("flotilla");
   const flotilla = await drain(ctx, "flotilla", tasks, 1, 50, { prefix });
@@ -268,7 +281,7 @@ export async function footprint(ctx: BenchContext) {
   const eventsPrefix = freshPrefix("flotilla");
   const stop = await startWorkers("flotilla", 1, { REDIS_URL: ctx.url, BENCH_PREFIX: eventsPrefix, BENCH_CONCURRENCY: "50", BENCH_EVENTS: "200" });
   const client = new FlotillaClient({ redis: ctx.url, prefix: eventsPrefix });
-  const eventTasks = ctx.quick ? 50 : 200;
+  const eventTasks = bySize(ctx, { smoke: 20, quick: 50, full: 200 });
   const before = await redisFigures(admin);
   const handles = await client.submitMany(Array.from({ length: eventTasks }, (_, i) => ({ agent: noop, input: i, options: { queue: "bench" } })));
   await Promise.all(handles.map((h) => h.result()));
@@ -276,7 +289,7 @@ export async function footprint(ctx: BenchContext) {
   await client.close();
   await stop();
   const bytesPerTaskWithEvents = (after.memory - before.memory) / eventTasks;
-  const agentTask = await agentTaskBytes(ctx.url, freshPrefix("flotilla"), admin, ctx.quick ? 500 : 2000);
+  const agentTask = await agentTaskBytes(ctx.url, freshPrefix("flotilla"), admin, bySize(ctx, { smoke: 100, quick: 500, full: 2000 }));
   admin.disconnect();
   return [
     {
@@ -308,7 +321,7 @@ export async function footprint(ctx: BenchContext) {
  * includes the commands it runs).
  */
 export async function profile(ctx: BenchContext) {
-  const tasks = ctx.quick ? 5000 : 20_000;
+  const tasks = bySize(ctx, { smoke: 1000, quick: 5000, full: 20_000 });
   const admin = newAdmin(ctx.url);
   const before = await commandStats(admin);
   const result = await drain(ctx, "flotilla", tasks, 1, 50);

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BenchContext, freshPrefix } from "./drain.ts";
+import { type BenchContext, bySize, freshPrefix } from "./drain.ts";
 import { ratio } from "./harness.ts";
 import { flotillaTokens, plainTokens, type TokenOptions } from "./tokens-runs.ts";
 
@@ -15,17 +15,17 @@ const TARGET_P99_MS = 25;
  * (the event's `ts` to the follower's clock), with where it goes; none lost, order kept; CPU and
  * Redis commands per token. The peer in the same run: plain ioredis at the same pacing (`XADD` +
  * `SPUBLISH` per token, followers `SSUBSCRIBE`d), the transport's floor on this machine.
- * `--quick`: 100 tasks for 3 s (150 tokens each).
+ * `--quick`: 100 tasks for 3 s (150 tokens each); `--smoke`: 10 tasks of 30 tokens.
  */
 export async function tokens(ctx: BenchContext) {
   const o: TokenOptions = {
     // BENCH_TOKEN_TASKS: another load (the machine's 2 cores carry ~30,000 tokens/s of this stack).
-    tasks: Number(process.env.BENCH_TOKEN_TASKS ?? (ctx.quick ? 100 : 1000)),
+    tasks: Number(process.env.BENCH_TOKEN_TASKS ?? bySize(ctx, { smoke: 10, quick: 100, full: 1000 })),
     tokenDelayMs: 20,
-    tokensPerTask: ctx.quick ? 150 : 500,
+    tokensPerTask: bySize(ctx, { smoke: 30, quick: 150, full: 500 }),
     workerProcs: 2,
     followerProcs: 2,
-    leadMs: ctx.quick ? 5000 : 8000,
+    leadMs: bySize(ctx, { smoke: 3000, quick: 5000, full: 8000 }),
   };
   const dir = mkdtempSync(join(tmpdir(), "flotilla-bench-tokens-"));
   try {

@@ -14,6 +14,7 @@ export {
   testRedisEnv,
 } from "./connection.ts";
 export { TestServerError } from "./errors.ts";
+export { type ExitRun, HELD_MARK, recordHandles, reportIfHeld, reportIfSlow, runToExit } from "./exit-probe.ts";
 export { type FaultProxy, startFaultProxy } from "./fault-proxy.ts";
 export { type OpenAIReply, type OpenAIServer, type RecordedRequest, startOpenAIServer } from "./openai-server.ts";
 export { freePort } from "./ports.ts";
@@ -24,6 +25,7 @@ export { type ClusterNodeAddress, type RedisClusterOptions, startRedisCluster, t
 export { type RedisSentinelOptions, type SentinelAddress, startRedisSentinel, type TestRedisSentinel } from "./redis-sentinel.ts";
 export { type RedisServerOptions, startRedisServer, type TestRedisServer } from "./redis-server.ts";
 export { type RedisTlsServerOptions, startRedisTlsServer, type TestRedisTlsServer } from "./redis-tls.ts";
+export { sized, type TestSize, testSize } from "./size.ts";
 export {
   NO_TEMPORAL_NOTE,
   startTemporalServer,

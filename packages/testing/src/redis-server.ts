@@ -31,18 +31,26 @@ export interface TestRedisServer {
   stop(): Promise<void>;
 }
 
-/** Whether something on `port` answers PING like Redis. */
-function answers(port: number): Promise<boolean> {
+/**
+ * Whether the redis-server of process `pid` answers on `port`, done loading its data: its INFO names
+ * it. Another server on the port (a file beside this one took it first) is not it.
+ */
+function answers(port: number, pid: number | undefined): Promise<boolean> {
   return new Promise((resolve) => {
     const s = net.connect({ host: "127.0.0.1", port });
+    let reply = "";
     const done = (ok: boolean) => {
       s.destroy();
       resolve(ok);
     };
     s.setTimeout(500, () => done(false));
     s.on("error", () => done(false));
-    s.on("connect", () => s.write("PING\r\n"));
-    s.on("data", (d) => done(d.toString().includes("PONG")));
+    s.on("connect", () => s.write("INFO server\r\nINFO persistence\r\n"));
+    s.on("data", (d) => {
+      reply += d.toString();
+      if (!/loading:\d/.test(reply)) return;
+      done(reply.includes(`process_id:${pid}\r`) && reply.includes("loading:0\r"));
+    });
   });
 }
 
@@ -54,9 +62,9 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const aof = options.aof ?? true;
   const binary = options.binary ?? "redis-server";
   const startTimeoutMs = options.startTimeoutMs ?? 5000;
-  const port = await freePort();
+  let port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "flotilla-redis-"));
-  const args = [
+  const args = () => [
     "--port",
     String(port),
     "--bind",
@@ -73,7 +81,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
 
   const launch = async () => {
     if (running()) return;
-    const c = spawn(binary, args, { stdio: ["ignore", "ignore", "pipe"] });
+    const c = spawn(binary, args(), { stdio: ["ignore", "ignore", "pipe"] });
     child = c;
     let stderr = "";
     c.stderr!.on("data", (d: Buffer) => {
@@ -87,7 +95,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
       failure ??= new TestServerError(`${binary} on port ${port} exited (${code ?? signal}) while starting: ${stderr.trim()}`);
     });
     const deadline = Date.now() + startTimeoutMs;
-    while (!(await answers(port))) {
+    while (!(await answers(port, c.pid))) {
       if (failure) throw failure;
       if (Date.now() > deadline) {
         c.kill("SIGKILL");
@@ -106,7 +114,17 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   };
 
   try {
-    await launch();
+    // A free port can be taken between freePort() and the server's bind (files run side by side,
+    // each starting servers): the first start tries another port, a few times.
+    for (let tries = 1; ; tries++) {
+      try {
+        await launch();
+        break;
+      } catch (err) {
+        if (tries >= 5 || !String((err as Error).message).includes("Address already in use")) throw err;
+        port = await freePort();
+      }
+    }
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;

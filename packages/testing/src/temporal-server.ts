@@ -22,10 +22,15 @@ export const NO_TEMPORAL_NOTE: string = `no Temporal dev server binary: \`${TEMP
  * undefined when it was never built on this machine: tests skip on undefined.
  */
 export function temporalBinary(): string | undefined {
-  const fromEnv = process.env.FLOTILLA_TEMPORAL_BIN;
-  if (fromEnv) return existsSync(fromEnv) ? fromEnv : undefined;
-  const path = join(process.env.FLOTILLA_CACHE ?? join(homedir(), ".cache", "flotilla"), "temporal", TEMPORAL_VERSION, "temporal");
+  const path = expectedTemporalBinary();
   return existsSync(path) ? path : undefined;
+}
+
+/** Where the `temporal` CLI is looked for, built or not: FLOTILLA_TEMPORAL_BIN, else the cache tooling/scripts/temporal.sh builds into. */
+export function expectedTemporalBinary(): string {
+  const fromEnv = process.env.FLOTILLA_TEMPORAL_BIN;
+  if (fromEnv) return fromEnv;
+  return join(process.env.FLOTILLA_CACHE ?? join(homedir(), ".cache", "flotilla"), "temporal", TEMPORAL_VERSION, "temporal");
 }
 
 const answers = (port: number) =>

@@ -1,3 +1,4 @@
+// @cluster: the test environment itself on a cluster: its purge and readers ask every master
 import { describe, expect, it } from "vitest";
 import { collect, createTestEnv, echo, keysUnder, scripted, startRedisServer, testRedis } from "../src/index.ts";
 

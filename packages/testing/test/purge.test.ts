@@ -1,3 +1,4 @@
+// @cluster: purgePrefix scans every master
 import { afterAll, describe, expect, it } from "vitest";
 import { purgePrefix, scanPrefix, testPrefix, testRedis } from "../src/index.ts";
 

@@ -78,7 +78,13 @@ export class CommandChecker {
     if (!command) return "flotilla.sh needs a command";
     const cases = [...this.flotillaSh.matchAll(/^ {2}([a-z|-]+)\)([\s\S]*?);;/gm)];
     const found = cases.find((c) => c[1]!.split("|").includes(command));
-    if (!found) return command === "pnpm" ? this.pnpm([command, ...args]) : `flotilla.sh has no command "${command}"`;
+    if (!found) {
+      // Any other command runs as it is, with the toolchain on the PATH (flotilla.sh's last case).
+      if (command === "pnpm") return this.pnpm([command, ...args]);
+      if (command === "node") return this.node(args);
+      if (command === "bash") return existsSync(join(this.root, args[0] ?? "")) ? undefined : `${args[0]} does not exist`;
+      return `flotilla.sh has no command "${command}"`;
+    }
     // A command that hands its arguments to a package's scripts: the first must be one of them.
     const handsOver = /--filter (\S+) "\$@"/.exec(found[2]!);
     if (handsOver) return args[0] ? this.script(handsOver[1]!, args[0]) : `flotilla.sh ${command} needs a script of ${handsOver[1]}`;
