@@ -3,10 +3,12 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { Agent, AgentConfig, OpenAICompatibleEndpoint, ProviderFactory, Swarm, Tool } from "@flotilla/agent";
 import { DEFAULTS, KeyPrefixSchema, parseInput, QueueNameSchema, type RunnableSpec, ValidationError } from "@flotilla/core";
+import { ENV, readEnv } from "@flotilla/core/redis";
 import type { MemoryStore } from "@flotilla/memory";
 import type { RateLimitOptions } from "@flotilla/ratelimit";
 import type { NodeExecutor, SubscriptionRunner } from "@flotilla/worker";
 import { z } from "zod";
+import { nearestFlag } from "./nearest-flag.ts";
 import { checkRedisConfig, RedisConfigShape } from "./redis-config.ts";
 
 export { redisConnectionOf } from "./redis-config.ts";
@@ -51,7 +53,11 @@ Options (each also read from the environment variable shown):
   --temporal-task-queue Q FLOTILLA_TEMPORAL_TASK_QUEUE  default flotilla
   --temporal-worker B    FLOTILLA_TEMPORAL_WORKER  1 (also run a Temporal worker in this process) | 0
   --metrics-port P       FLOTILLA_METRICS_PORT  serve /metrics, /healthz and /readyz on this port (off by default)
-  --help
+  --webhook-secret S,…   FLOTILLA_WEBHOOK_SECRET  signs the bus's webhook replies this worker delivers
+                                                (a list for a rotation: the first signs); a secret set
+                                                in the module wins; prefer the env var
+  --version, -V          prints the version
+  --help, -h
 
 Models: "provider:model" names resolve through the module's providerFactory, then the built-in
 scripted model, then OpenAI-compatible endpoints (the module's openAICompatible, or
@@ -118,21 +124,31 @@ const ConfigFields = z.object({
     .default("1")
     .transform((v) => v === "1" || v === "true"),
   metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
+  webhookSecret: z
+    .string()
+    .transform((s) =>
+      s
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string()).min(1, "name at least one secret"))
+    .optional(),
 });
 const ConfigSchema = ConfigFields.superRefine(checkRedisConfig);
 export type WorkerAppConfig = z.infer<typeof ConfigSchema>;
 
 /** Each setting's flag and environment variable. */
 const SOURCES: Record<string, { flag: string; env: string }> = {
-  redis: { flag: "redis", env: "REDIS_URL" },
-  redisCluster: { flag: "redis-cluster", env: "REDIS_CLUSTER_NODES" },
+  redis: { flag: "redis", env: ENV.redisUrl },
+  redisCluster: { flag: "redis-cluster", env: ENV.redisClusterNodes },
   redisSentinels: { flag: "redis-sentinels", env: "REDIS_SENTINELS" },
   redisSentinelName: { flag: "redis-sentinel-name", env: "REDIS_SENTINEL_NAME" },
   redisSentinelPassword: { flag: "redis-sentinel-password", env: "REDIS_SENTINEL_PASSWORD" },
   redisTlsCa: { flag: "redis-tls-ca", env: "REDIS_TLS_CA" },
   redisTlsCert: { flag: "redis-tls-cert", env: "REDIS_TLS_CERT" },
   redisTlsKey: { flag: "redis-tls-key", env: "REDIS_TLS_KEY" },
-  prefix: { flag: "prefix", env: "FLOTILLA_PREFIX" },
+  prefix: { flag: "prefix", env: ENV.prefix },
   queues: { flag: "queues", env: "FLOTILLA_QUEUES" },
   concurrency: { flag: "concurrency", env: "FLOTILLA_CONCURRENCY" },
   module: { flag: "module", env: "FLOTILLA_MODULE" },
@@ -151,29 +167,61 @@ const SOURCES: Record<string, { flag: string; env: string }> = {
   temporalTaskQueue: { flag: "temporal-task-queue", env: "FLOTILLA_TEMPORAL_TASK_QUEUE" },
   temporalWorker: { flag: "temporal-worker", env: "FLOTILLA_TEMPORAL_WORKER" },
   metricsPort: { flag: "metrics-port", env: "FLOTILLA_METRICS_PORT" },
+  webhookSecret: { flag: "webhook-secret", env: ENV.webhookSecret },
 };
 
+/** The flags that take no value, with their one-letter forms. */
+const SWITCHES = { help: "h", version: "V" } as const;
+
 /**
- * Flags win over environment variables, which win over defaults. A flag given empty (`--queues ""`)
- * is refused: it would otherwise fall back to the default without a word. An empty environment
- * variable counts as unset, as in most deployment tools.
+ * Flags win over environment variables, which win over defaults (the rule of every Flotilla entry
+ * point). A flag given empty (`--queues ""`) is refused: it would otherwise fall back to the default
+ * without a word. An empty environment variable counts as unset, as in most deployment tools. An
+ * unknown flag is a ValidationError naming it and the flag it most likely meant.
  */
-export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): WorkerAppConfig | "help" {
-  const options: Record<string, { type: "string" } | { type: "boolean" }> = Object.fromEntries(
-    Object.values(SOURCES).map(({ flag }) => [flag, { type: "string" as const }]),
-  );
-  const { values } = parseArgs({ args: argv, options: { ...options, help: { type: "boolean" } }, strict: true }) as {
-    values: Record<string, string | boolean | undefined>;
-  };
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): WorkerAppConfig | "help" | "version" {
+  const options: Record<string, { type: "string" } | { type: "boolean"; short: string }> = Object.fromEntries([
+    ...Object.values(SOURCES).map(({ flag }) => [flag, { type: "string" as const }]),
+    ...Object.entries(SWITCHES).map(([flag, short]) => [flag, { type: "boolean" as const, short }]),
+  ]);
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({ args: argv, options, strict: true }) as { values: Record<string, string | boolean | undefined> });
+  } catch (err) {
+    throw usageError(err);
+  }
   if (values.help === true) return "help";
+  if (values.version === true) return "version";
   const merged: Record<string, string> = {};
   for (const [key, { flag, env: envName }] of Object.entries(SOURCES)) {
     const given = values[flag];
     if (given === "") throw ValidationError.of("worker configuration", key, `--${flag} is empty`);
-    const value = typeof given === "string" ? given : env[envName];
-    if (value !== undefined && value !== "") merged[key] = value;
+    const value = typeof given === "string" ? given : readEnv(envName, env);
+    if (value !== undefined) merged[key] = value;
   }
   return parseInput(ConfigSchema, merged, "worker configuration");
+}
+
+/** Every flag flotilla-worker takes, without its dashes. */
+export const FLAGS: readonly string[] = [...Object.values(SOURCES).map(({ flag }) => flag), ...Object.keys(SWITCHES)];
+
+/** node:util's parseArgs refusal, in the worker's words: the flag at fault and the one it most likely meant. */
+function usageError(err: unknown): ValidationError {
+  const code = (err as { code?: string }).code;
+  const message = err instanceof Error ? err.message : String(err);
+  const flag = /'(-{1,2}[^'\s=]+)/.exec(message)?.[1];
+  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" && flag) {
+    const meant = nearestFlag(flag.replace(/^-+/, ""), FLAGS);
+    return ValidationError.of("worker configuration", flag, `unknown option${meant ? `: did you mean --${meant}?` : ""}`);
+  }
+  if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" && flag) {
+    return ValidationError.of("worker configuration", flag, /does not take an argument/.test(message) ? "takes no value" : "needs a value");
+  }
+  if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL") {
+    const arg = /'([^']*)'/.exec(message)?.[1] ?? "";
+    return ValidationError.of("worker configuration", arg, "unexpected argument: every setting is a --flag (see --help)");
+  }
+  return ValidationError.of("worker configuration", flag ?? "arguments", message);
 }
 
 export interface WorkerModule {

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { closeRedis, describeRedis, openRedis } from "@flotilla/core/redis";
+import { closeRedis, describeRedis, disconnectRedis, openRedis } from "@flotilla/core/redis";
 import type { TemporalWorker } from "@flotilla/temporal";
 import { defaultWorkerId, type Executor, jsonLogger, Worker } from "@flotilla/worker";
 import { loadConfig, redisConnectionOf, USAGE } from "./config.ts";
@@ -7,22 +7,34 @@ import { routeConsoleToLog } from "./console-log.ts";
 import { type ReadinessReport, startEndpoints } from "./endpoints.ts";
 import { watchReadiness } from "./readiness-log.ts";
 import { describeStartupError, loadModule, loadTemporal } from "./startup.ts";
+import { appVersion } from "./version.ts";
+import { applyWebhookSecret } from "./webhook-secret.ts";
 
 async function main(): Promise<number> {
   let config: ReturnType<typeof loadConfig>;
+  const argv = process.argv.slice(2);
   try {
-    config = loadConfig(process.argv.slice(2), process.env);
+    config = loadConfig(argv, process.env);
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n\n${USAGE}`);
+    // The reason last, where the eye lands, not above the whole usage (which would scroll it away).
+    process.stderr.write(`usage: flotilla-worker [options] (flotilla-worker --help lists them)\n${(err as Error).message}\n`);
     return 2;
   }
   if (config === "help") {
     process.stdout.write(USAGE);
     return 0;
   }
+  if (config === "version") {
+    process.stdout.write(`${appVersion()}\n`);
+    return 0;
+  }
   const log = jsonLogger({ service: "flotilla-worker" }, config.logLevel);
   routeConsoleToLog(log);
   const mod = await loadModule(config.module);
+  if (config.webhookSecret) {
+    const fromFlag = argv.some((arg) => arg === "--webhook-secret" || arg.startsWith("--webhook-secret="));
+    applyWebhookSecret(mod.bus, config.webhookSecret, fromFlag, log);
+  }
   // Known before the worker is made: the metrics name it (service.instance.id).
   const workerId = config.workerId ?? defaultWorkerId();
   // Opt-in endpoints; the worker is made below, so readiness asks it through this reference.
@@ -86,8 +98,17 @@ async function main(): Promise<number> {
     stopping = true;
     unwatch();
     log.info("draining", { signal, drainTimeoutMs: config.drainTimeoutMs });
+    // The command connection is lent to the worker, which ends only its own when Redis is still out
+    // of reach at the drain deadline: this one is ours to end then, or the drain would wait for ever.
+    const deadline = Date.now() + config.drainTimeoutMs;
+    const giveUpOnRedis = setInterval(() => {
+      if (Date.now() < deadline || redis.redis.status === "ready") return;
+      clearInterval(giveUpOnRedis);
+      disconnectRedis(redis.redis);
+    }, 250);
     worker
       .stop({ drainTimeoutMs: config.drainTimeoutMs })
+      .finally(() => clearInterval(giveUpOnRedis))
       .then(async () => {
         await closeRedis(redis);
         // The Temporal worker closes its connections (Redis, Temporal) once run() has ended.

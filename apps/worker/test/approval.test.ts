@@ -1,3 +1,4 @@
+// @cluster: a task that waits for approval survives its worker's kill and resumes on another process
 import type { ChildProcess } from "node:child_process";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient } from "@flotilla/client";

@@ -1,3 +1,4 @@
+// @cluster: bus subscriptions served by processes that are killed: consumer groups of several topics, each its own slot
 import type { ChildProcess } from "node:child_process";
 import { Bus } from "@flotilla/bus";
 import { FlotillaClient } from "@flotilla/client";

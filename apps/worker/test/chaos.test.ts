@@ -1,13 +1,15 @@
+// @cluster: worker processes killed at random while their tasks run: takeovers through a cluster's slots
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient, type FlotillaEvent, type TaskHandle } from "@flotilla/client";
-import { purgePrefix, testConnection, testPrefix, testRedis, testRedisEnv } from "@flotilla/testing";
+import { purgePrefix, sized, testConnection, testPrefix, testRedis, testRedisEnv } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const module = fileURLToPath(new URL("./fixtures/chaos-module.ts", import.meta.url));
-const TASKS = Number(process.env.FLOTILLA_CHAOS_TASKS ?? 2000);
+// 1,000 in CI (about ten kills, every kind of task killed mid-run), 2,000 in `pnpm test:long`.
+const TASKS = Number(process.env.FLOTILLA_CHAOS_TASKS ?? sized({ ci: 1000, long: 2000 }));
 const WORKERS = 3;
 const prefix = testPrefix("chaos");
 const redis = testRedis();

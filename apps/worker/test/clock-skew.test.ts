@@ -1,3 +1,4 @@
+// @cluster: processes with skewed clocks: on a cluster each master has a clock of its own
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Agent } from "@flotilla/agent";

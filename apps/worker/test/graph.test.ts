@@ -1,3 +1,4 @@
+// @cluster: graph runs across processes, one killed: a run's nodes are tasks of several queues and slots
 import type { ChildProcess } from "node:child_process";
 import { FlotillaClient } from "@flotilla/client";
 import { purgePrefix, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";

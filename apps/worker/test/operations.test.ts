@@ -1,6 +1,7 @@
 // What an operator reads from a running flotilla-worker: metrics that name the service and the
 // worker and time in seconds; Redis loss and return and readiness changes in the log, once each;
 // and a log that stays one JSON object per line whatever the libraries print.
+// @single: what one process reports (metrics, logs) on a Redis of its own
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";

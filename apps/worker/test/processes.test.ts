@@ -1,3 +1,4 @@
+// @cluster: worker processes killed and restarted; spawned processes find the cluster from REDIS_CLUSTER_NODES
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";

@@ -1,3 +1,5 @@
+// @cluster: three processes draw on one fleet-wide bucket and hear its pauses over sharded Pub/Sub
+// @serial: bounds the spread of three processes' request times (300 ms): other files' load widens it
 import type { ChildProcess } from "node:child_process";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient } from "@flotilla/client";

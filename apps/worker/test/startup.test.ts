@@ -1,3 +1,4 @@
+// @single: the kill is the test's cleanup of a process that should have stopped; nothing Redis-side
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { freePort, purgePrefix, testPrefix, testRedis, testRedisEnv } from "@flotilla/testing";

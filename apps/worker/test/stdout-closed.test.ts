@@ -1,6 +1,7 @@
 // A worker whose stdout reader goes away (the parent that piped its logs died, or `| head` ended)
 // must keep working and still drain on SIGTERM: a log line written into the closed pipe fails with
 // EPIPE, which must not crash the process.
+// @single: a process's stdout going away; nothing Redis-side
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";

@@ -117,16 +117,16 @@ export class Broker {
   /**
    * Claims for `consumer` up to `count` entries of a lane whose lease lapsed — idle for at least its
    * holder's lease (as the holder recorded it) and at least `leaseMs`, this consumer's own lease,
-   * which is recorded for others to respect — scanning the pending list from `cursor`; returns the
-   * cursor to continue from ("0-0": it wrapped around).
+   * which is recorded for others to respect — oldest first: every scan starts at the lane's oldest
+   * pending entry, so a task whose worker died is taken before any that lapsed after it.
    */
-  async reclaim(lane: Lane, consumer: string, leaseMs: number, count: number, cursor = "0-0"): Promise<{ cursor: string; entries: RawEntry[] }> {
-    const [next, claimed] = (await scripts.reclaim.run(
+  async reclaim(lane: Lane, consumer: string, leaseMs: number, count: number): Promise<{ entries: RawEntry[] }> {
+    const claimed = (await scripts.reclaim.run(
       this.redis,
       [this.stream(lane), this.keys.leases(lane.queue)],
-      [CONSUMER_GROUP, consumer, leaseMs, count, cursor],
-    )) as [string, Array<[string, string[] | null]>];
-    return { cursor: next, entries: claimed.map(([entryId, pairs]) => ({ ...lane, entryId, fields: pairsToObject(pairs) })) };
+      [CONSUMER_GROUP, consumer, leaseMs, count],
+    )) as Array<[string, string[] | null]>;
+    return { entries: claimed.map(([entryId, pairs]) => ({ ...lane, entryId, fields: pairsToObject(pairs) })) };
   }
 
   /**

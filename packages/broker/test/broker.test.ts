@@ -75,19 +75,43 @@ describe("Broker", () => {
     const ids = held.map((e) => e.entryId);
     await new Promise((r) => setTimeout(r, 60));
     expect(await broker.renew(lane("lease"), "old", ids.slice(0, 2))).toEqual([]); // these two are fresh again
-    // Page through the pending list three at a time: only the five idle ones move to "new".
+    // Three at a time, oldest first: only the five idle ones move to "new".
     const moved: string[] = [];
-    let cursor = "0-0";
-    do {
-      const page = await broker.reclaim(lane("lease"), "new", 50, 3, cursor);
-      moved.push(...page.entries.map((e) => e.entryId));
-      cursor = page.cursor;
-    } while (cursor !== "0-0");
+    for (let page = 0; page < 3; page++) moved.push(...(await broker.reclaim(lane("lease"), "new", 50, 3)).entries.map((e) => e.entryId));
     expect(moved).toEqual(ids.slice(2));
     // "old" has lost those five: renewing them says so, and does not steal them back.
     expect(await broker.renew(lane("lease"), "old", ids)).toEqual(ids.slice(2));
     const owners = (await redis.xpending(keys.queue("lease"), CONSUMER_GROUP, "-", "+", 10)) as Array<[string, string]>;
     expect(owners.map(([, c]) => c)).toEqual(["old", "old", "new", "new", "new", "new", "new"]);
+  });
+
+  it("takes the oldest lapsed entry first, whatever an earlier scan took: one that lapses after newer ones is not left behind", async () => {
+    await broker.ensureGroup("oldest");
+    for (let i = 0; i < 25; i++) await broker.enqueue("oldest", `o${i}`);
+    const held = (await broker.claim(blocking, "dead", ["oldest"], 25, 100)).map((e) => e.entryId);
+    const [first, ...newer] = held as [string, ...string[]];
+    const idle = (id: string, ms: number) => redis.xclaim(keys.queue("oldest"), CONSUMER_GROUP, "dead", 0, id, "IDLE", ms, "JUSTID");
+    // The newer ones lapsed (their worker died); the oldest is still renewed by its worker.
+    for (const id of newer) await idle(id, 10_000);
+    await idle(first, 0);
+    const taken = async () => (await broker.reclaim(lane("oldest"), "live", 1000, 1)).entries.map((e) => e.entryId);
+    expect(await taken()).toEqual([newer[0]]);
+    expect(await taken()).toEqual([newer[1]]);
+    // Now its worker dies too: the next scan takes it before the twenty-two newer ones still waiting.
+    await idle(first, 10_000);
+    expect(await taken()).toEqual([first]);
+    expect(await taken()).toEqual([newer[2]]);
+  });
+
+  it("passes over the entries of a live worker with a longer lease to take a lapsed one behind them, in one scan", async () => {
+    await broker.ensureGroup("behind");
+    for (let i = 0; i < 30; i++) await broker.enqueue("behind", `b${i}`);
+    const live = (await broker.claim(blocking, "long", ["behind"], 25, 100)).map((e) => e.entryId);
+    const [dead] = (await broker.claim(blocking, "gone", ["behind"], 1, 100)).map((e) => e.entryId);
+    await redis.hset(keys.leases("behind"), "long", "60000");
+    for (const id of [...live, dead!]) await redis.xclaim(keys.queue("behind"), CONSUMER_GROUP, id === dead ? "gone" : "long", 0, id, "IDLE", 5000, "JUSTID");
+    // Idle past the scanner's 1 s lease, but not past their holder's 60 s: twenty-five passed over (a window of ten at a time).
+    expect((await broker.reclaim(lane("behind"), "short", 1000, 1)).entries.map((e) => e.entryId)).toEqual([dead]);
   });
 
   it("takes an entry over only once it has been idle for its holder's lease, not merely the reclaimer's", async () => {

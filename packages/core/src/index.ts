@@ -32,6 +32,7 @@ export {
   WaitTimeoutError,
 } from "./errors.ts";
 export { newId, parseJsonOr, sleep } from "./ids.ts";
+export { type CheckJsonOptions, checkJson } from "./json-check.ts";
 export { checkJsonDepth } from "./json-depth.ts";
 export { CONSUMER_GROUP, createKeys, type Keys, STATS_BUCKET_MS, splitTaskId, type TaskRef, taskIdOf } from "./keys.ts";
 export { type LogFields, type Logger, silentLogger } from "./logger.ts";

@@ -96,6 +96,8 @@ export interface Keys {
   alerts(): string;
   /** String: which alert manager evaluates the rules now (an `exclusive` one's lease, TTL = its lease). */
   alertsLease(): string;
+  /** String: the figures of the alerts firing now as of the rules' last round (JSON by alert id; TTL: 3 rounds). */
+  alertsNow(): string;
   /** Set: every queue a task was submitted to, for listing across queues. */
   queues(): string;
   /** String: the task id an idempotency key was first used for (the key is hashed; TTL = its window). */
@@ -207,6 +209,7 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
     queues: () => `${prefix}:{fleet}:queues`,
     alerts: () => `${prefix}:{fleet}:alerts`,
     alertsLease: () => `${prefix}:{fleet}:alerts:lease`,
+    alertsNow: () => `${prefix}:{fleet}:alerts:now`,
     idempotency: (key) => `${prefix}:idem:{${bytesToHex(sha1(utf8ToBytes(key)))}}`,
     memory: (id) => tagged("memory", id),
     workers: () => `${prefix}:{health}:workers`,

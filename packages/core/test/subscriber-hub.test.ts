@@ -1,3 +1,4 @@
+// @single: one subscriber connection behind the fault proxy on a Redis of its own; core's cluster paths are cluster.test.ts's own cluster
 import { onCluster, purgePrefix, redisUrl, shardSubscribers, startRedisServer, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";

@@ -5,7 +5,7 @@
   acknowledged, moved to the delayed set for a retry, or dead-lettered. The entries of a batch are
   acknowledged and deleted with one XACK and one XDEL per lane.
   Then, with a claim count, it claims and starts that many new entries for the freed slots (as
-  claim-5.lua does), so a busy worker makes one round trip per batch: finish these, start the next.
+  claim-6.lua does), so a busy worker makes one round trip per batch: finish these, start the next.
 
   Input:
     KEYS[1..3] the queue's lanes: high, normal, low

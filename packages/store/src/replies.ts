@@ -53,7 +53,8 @@ export type StartReply = EntryRef &
     | { kind: "missing"; taskId: string }
     /** The record cannot be trusted (written by a buggy or hostile producer): nothing was written; `reason` says which field. */
     | { kind: "corrupt"; taskId: string; reason: string }
-    | { kind: "dead"; taskId: string; attempts: number; lastError: TaskError | undefined }
+    /** Past its delivery limit: the script ended it FAILED (DELIVERY_LIMIT) and dead-lettered its entry, with `reason`. */
+    | { kind: "dead"; taskId: string; attempts: number; lastError: TaskError | undefined; reason: string }
     | { kind: "malformed"; fields: Record<string, string> | null }
   );
 
@@ -141,7 +142,15 @@ export function parseStartReplies(queue: string, reply: unknown): StartReply[] {
         return { kind: "skip", priority, entryId, taskId, reason: r[4] as "terminal", status: optStatus(r[5]) };
       case "dead": {
         const lastError = TaskErrorSchema.safeParse(parseJsonOr(r[5] as string, null));
-        return { kind: "dead", priority, entryId, taskId, attempts: Number(r[4]), lastError: lastError.success ? lastError.data : undefined };
+        return {
+          kind: "dead",
+          priority,
+          entryId,
+          taskId,
+          attempts: Number(r[4]),
+          lastError: lastError.success ? lastError.data : undefined,
+          reason: String(r[6] ?? ""),
+        };
       }
       case "missing":
         return { kind: "missing", priority, entryId, taskId };

@@ -25,7 +25,7 @@ export const CREATE_TASK_FIELDS = [
   "signature",
 ] as const;
 
-/** start-4.lua, per entry (ARGV[8..]). */
+/** start-5.lua, per entry (ARGV[9..]). */
 export const START_ENTRY_FIELDS = ["lane", "entryId", "name"] as const;
 
 /** settle-12.lua, per outcome (ARGV[16..]). */

@@ -198,14 +198,15 @@ export class TaskStore {
 
   /**
    * Claims up to `count` new entries of a queue for `consumer` and starts their tasks, in one round
-   * trip. Lanes are read in `order` without blocking.
+   * trip. Lanes are read in `order` without blocking. A task past its delivery limit is failed and
+   * dead-lettered in the same call (a `dead` reply says so), as in startEntries and settle.
    */
   async claim(queue: string, consumer: string, count: number, order: readonly Priority[] = LANE_ORDER, now?: number): Promise<StartReply[]> {
     const k = this.keys;
     const reply = await scripts.claim.run(
       this.redis,
-      [...laneKeys(k, queue), k.claimMarker(queue, randomUUID()), k.stats(queue, now ?? Date.now())],
-      [...this.startArgs(queue, consumer, now), count, laneOrderArg(order)],
+      [...laneKeys(k, queue), k.claimMarker(queue, randomUUID()), k.stats(queue, now ?? Date.now()), k.deadLetters(queue)],
+      [...this.startArgs(queue, consumer, now), this.retention.deadLetterMaxLen, count, laneOrderArg(order)],
     );
     return parseStartReplies(queue, reply);
   }
@@ -222,9 +223,13 @@ export class TaskStore {
     now?: number,
   ): Promise<StartReply[]> {
     if (entries.length === 0) return [];
-    const args: Array<string | number> = [...this.startArgs(queue, consumer, now), reclaimed ? 1 : 0];
+    const args: Array<string | number> = [...this.startArgs(queue, consumer, now), this.retention.deadLetterMaxLen, reclaimed ? 1 : 0];
     for (const e of entries) encodeRow(START_ENTRY_FIELDS, { lane: laneNumber(e.priority), entryId: e.entryId, name: e.name }, args);
-    return parseStartReplies(queue, await scripts.start.run(this.redis, [...laneKeys(this.keys, queue), this.keys.stats(queue, now ?? Date.now())], args));
+    const k = this.keys;
+    return parseStartReplies(
+      queue,
+      await scripts.start.run(this.redis, [...laneKeys(k, queue), k.stats(queue, now ?? Date.now()), k.deadLetters(queue)], args),
+    );
   }
 
   /**

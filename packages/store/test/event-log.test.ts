@@ -1,3 +1,4 @@
+// @single: a task's stream on its own keys (its scripts run on a cluster in scripts-on-cluster)
 import { createKeys, DEFAULT_RETENTION } from "@flotilla/core";
 import { openRedis, SubscriberHub } from "@flotilla/core/redis";
 import { purgePrefix, startRedisServer, testConnection, testPrefix, testRedis } from "@flotilla/testing";

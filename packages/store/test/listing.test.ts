@@ -1,3 +1,4 @@
+// @cluster: listing across queues (slots), merged
 import { createKeys, DEFAULT_RETENTION } from "@flotilla/core";
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";

@@ -146,7 +146,7 @@ describe("a corrupt task record in a claim batch", () => {
     }
   });
 
-  it("a record that does not parse as a number in a start of held entries (start-4) is taken out the same way", async () => {
+  it("a record that does not parse as a number in a start of held entries (start-5) is taken out the same way", async () => {
     const queue = "pr-start";
     const { bad } = await batchWithPoison(queue, fields({ seq: "x" }));
     const read = (await redis.xreadgroup("GROUP", CONSUMER_GROUP, "w", "COUNT", 5, "STREAMS", keys.lane(queue, "normal"), ">")) as Array<

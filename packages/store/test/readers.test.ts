@@ -1,3 +1,4 @@
+// @cluster: queue stats and readers across slots
 import { createKeys, DEFAULT_RETENTION, STATS_BUCKET_MS } from "@flotilla/core";
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";

@@ -31,7 +31,7 @@ function unpacked(text: string): { width: number; names: string[] } {
 describe("script contracts", () => {
   const cases: Array<[file: string, item: string, fields: readonly string[]]> = [
     ["create-8.lua", "task", CREATE_TASK_FIELDS],
-    ["start-4.lua", "entry", START_ENTRY_FIELDS],
+    ["start-5.lua", "entry", START_ENTRY_FIELDS],
     ["settle-12.lua", "outcome", SETTLE_OUTCOME_FIELDS],
   ];
   for (const [file, item, fields] of cases) {

@@ -87,8 +87,24 @@ describe("entries that must not run", () => {
     expect(replies).toEqual([
       { kind: "missing", priority: "high", entryId: "1-1", taskId: "sr/gone" },
       { kind: "skip", priority: "low", entryId: "1-2", taskId: "sr/done", reason: "terminal", status: "COMPLETED" },
-      { kind: "dead", priority: "normal", entryId: "1-3", taskId: "sr/dead", attempts: 3, lastError },
-      { kind: "dead", priority: "normal", entryId: "1-4", taskId: "sr/dead-bare", attempts: 2, lastError: undefined },
+      {
+        kind: "dead",
+        priority: "normal",
+        entryId: "1-3",
+        taskId: "sr/dead",
+        attempts: 3,
+        lastError,
+        reason: "delivery limit reached after 3 attempts; last error: [TOOL_ERROR] tool crashed",
+      },
+      {
+        kind: "dead",
+        priority: "normal",
+        entryId: "1-4",
+        taskId: "sr/dead-bare",
+        attempts: 2,
+        lastError: undefined,
+        reason: "delivery limit reached after 2 attempts",
+      },
     ]);
   });
 

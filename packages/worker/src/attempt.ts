@@ -93,7 +93,12 @@ export class AttemptRunner {
     this.deps = deps;
   }
 
-  async run(lane: Lane, start: RunReply, controller: AbortController): Promise<AttemptResult> {
+  /**
+   * `finished` is told when the run's own code is over (the executor returned or threw, or its
+   * abort was heeded) and only its events and outcome are left to write: from then on the worker
+   * keeps its lease but does not fence it (see Running.finished).
+   */
+  async run(lane: Lane, start: RunReply, controller: AbortController, finished: () => void = () => {}): Promise<AttemptResult> {
     const { taskId, attempt } = start;
     // A cancel that reached this worker before the start reply did is remembered by the listener.
     const unwatch = this.deps.cancels.watch(taskId, (reason) => controller.abort(new AbortReason(ErrorCodes.CANCELLED, reason)));
@@ -101,7 +106,7 @@ export class AttemptRunner {
       this.deps.started(taskId, attempt);
       const parsed = this.read(start);
       if ("error" in parsed) return { outcome: { attempt, status: "FAILED", agent: parsed.agent, error: parsed.error }, traceId: undefined };
-      return await this.execute(lane, start, parsed, controller);
+      return await this.execute(lane, start, parsed, controller, finished);
     } finally {
       unwatch();
     }
@@ -171,7 +176,7 @@ export class AttemptRunner {
     return { agent, input: payload.input, metadata, resume };
   }
 
-  private async execute(lane: Lane, start: RunReply, task: TaskToRun, controller: AbortController): Promise<AttemptResult> {
+  private async execute(lane: Lane, start: RunReply, task: TaskToRun, controller: AbortController, finished: () => void): Promise<AttemptResult> {
     const { taskId, attempt } = start;
     const { metrics } = this.deps;
     const agentName = task.agent.name;
@@ -242,6 +247,9 @@ export class AttemptRunner {
         execution.catch(() => {}); // it may settle after an abort we already acted on
         // An executor that ignores its signal must not hold the task's outcome hostage.
         const result = await Promise.race([execution, aborted]);
+        // The work is done: a Redis slow to take its events and outcome must not make it be thrown
+        // away (self-fenced) and run again elsewhere.
+        if (!lostClaim(controller.signal)) finished();
         await publisher.flush();
         outcome = { attempt, status: "COMPLETED", agent: agentName, result: result ?? null };
       } catch (err) {
@@ -251,6 +259,7 @@ export class AttemptRunner {
           // nothing waits on a Redis this worker cannot reach.
           if (!publisher.isStale) publisher.abandon();
         } else {
+          finished();
           if (outcome.status !== "CANCELLED" && outcome.status !== "WAITING" && !publisher.isStale) {
             publisher.emit({ type: "error", message: outcome.error!.message, code: outcome.error!.code });
           }

@@ -3,8 +3,9 @@ import { type ExponentialBackoff, exponentialDelay, PRIORITIES, type Priority, s
 import type { OwnedRedis } from "@flotilla/core/redis";
 import type { StartReply } from "@flotilla/store";
 import { BlockedRead } from "./blocked-read.ts";
-import { type InFlight, laneKey } from "./in-flight.ts";
+import type { InFlight } from "./in-flight.ts";
 import { laneOrder } from "./lane-order.ts";
+import { QUEUE_RECHECK_MS, type QueueReach } from "./queue-reach.ts";
 import { queuesInTurn } from "./queue-turns.ts";
 import type { Readiness } from "./readiness.ts";
 import type { RedisLink } from "./redis-link.ts";
@@ -41,7 +42,15 @@ export interface SchedulerDeps extends StartDeps {
   readiness: Pick<Readiness, "raise" | "clear">;
   /** Whether Redis can be reached: nothing is claimed while it cannot. */
   link: Pick<RedisLink, "up" | "whenUp" | "observe">;
+  /**
+   * Which queues can be reached (on a cluster, a queue whose master is down cannot): the others are
+   * served meanwhile. @default every queue, always
+   */
+  reach?: Pick<QueueReach, "usable" | "usableOf" | "failed"> | undefined;
 }
+
+/** Every queue in reach: a single Redis, or a scheduler made without a QueueReach. */
+const EVERY_QUEUE: Pick<QueueReach, "usable" | "usableOf" | "failed"> = { usable: () => true, usableOf: (queues) => [...queues], failed: () => false };
 
 /**
  * Decides what a worker claims and when: free slots (concurrency less the runs going and the slots
@@ -54,7 +63,6 @@ export interface SchedulerDeps extends StartDeps {
 export class ClaimScheduler {
   private readonly opts: SchedulerOptions;
   private readonly deps: SchedulerDeps;
-  private readonly reclaimCursors = new Map<string, string>();
   private nextReclaimAt = 0;
   private nextPromoteAt = 0;
   private nextPruneAt = 0;
@@ -74,9 +82,12 @@ export class ClaimScheduler {
   private stopping = false;
   private loop: Promise<void> | undefined;
 
+  private readonly reach: Pick<QueueReach, "usable" | "usableOf" | "failed">;
+
   constructor(options: SchedulerOptions, deps: SchedulerDeps) {
     this.opts = options;
     this.deps = deps;
+    this.reach = deps.reach ?? EVERY_QUEUE;
     this.blockedRead = new BlockedRead(deps.blocking, deps.command);
   }
 
@@ -111,9 +122,11 @@ export class ClaimScheduler {
   }
 
   /** Settler hook: how many entries the call settling a batch of `queue` should claim for the slots it frees. */
-  settleClaim(_queue: string): { count: number; order: readonly Priority[] } | undefined {
+  settleClaim(queue: string): { count: number; order: readonly Priority[] } | undefined {
     // Only a single-queue worker claims this way, and not when reclaiming is due (it needs slots of its own).
-    if (this.stopping || this.opts.queues.length !== 1 || Date.now() >= this.nextReclaimAt || !this.deps.link.up) return undefined;
+    if (this.stopping || this.opts.queues.length !== 1 || Date.now() >= this.nextReclaimAt || !this.deps.link.up || !this.reach.usable(queue)) {
+      return undefined;
+    }
     const free = this.freeSlots();
     if (free <= 0) return undefined;
     this.reserved += free;
@@ -201,7 +214,6 @@ export class ClaimScheduler {
           await this.deps.store.registerQueue(queue);
         }),
       );
-      this.reclaimCursors.clear();
       return true;
     } catch (err) {
       this.deps.log.warn("could not make the consumer groups again; retrying", { err });
@@ -243,7 +255,13 @@ export class ClaimScheduler {
       const failed: unknown[] = [];
       const lanesEmpty = this.lanesEmpty;
       this.lanesEmpty = false;
-      for (const queue of lanesEmpty ? [] : queuesInTurn(this.opts.queues, this.firstQueue++)) {
+      // Queues out of reach (their cluster master is down) are left alone: the others are served meanwhile.
+      const inReach = this.reach.usableOf(queuesInTurn(this.opts.queues, this.firstQueue++));
+      if (inReach.length === 0) {
+        await this.waitForReach();
+        return;
+      }
+      for (const queue of lanesEmpty ? [] : inReach) {
         if (free - started <= 0) break;
         let replies: StartReply[];
         const sentAt = performance.now();
@@ -253,7 +271,8 @@ export class ClaimScheduler {
           // NOGROUP (Redis lost its data: the loop makes every queue's groups again), or Redis full
           // (the loop waits for memory): not this queue's trouble alone.
           if (this.deps.link.observe(err) !== "other") throw err;
-          // One queue's failure must not stop the others being served.
+          // One queue's failure must not stop the others being served; a queue whose node is gone is left alone until it answers.
+          this.reach.failed(queue, err);
           failed.push(err);
           this.deps.log.warn("claim from a queue failed; claiming from the others", { queue, err });
           continue;
@@ -261,17 +280,20 @@ export class ClaimScheduler {
         started += replies.length;
         for (const reply of replies) this.deps.dispatch(queue, reply, false, sentAt);
       }
-      if (failed.length > 0 && failed.length === this.opts.queues.length) throw failed[0];
+      // Every queue failed, none for its node being gone (the next round leaves those alone): the worker's trouble.
+      if (failed.length > 0 && failed.length === inReach.length && this.reach.usableOf(inReach).length === inReach.length) throw failed[0];
       for (const err of failed) this.deps.onError(err);
       if (started === 0) {
         const untilDue = Math.max(1, Math.min(this.nextReclaimAt, this.nextPromoteAt) - Date.now());
         const sentAt = performance.now();
         // Its entries' leases count from when the read was sent (Redis delivers them during it): a
         // read blocks at most a third of the lease, so they never start with less than two thirds left.
+        const readable = this.reach.usableOf(this.opts.queues);
+        if (readable.length === 0) return;
         const entries = await this.deps.broker.block(
           this.deps.blocking.redis,
           this.opts.workerId,
-          this.opts.queues,
+          readable,
           free,
           Math.min(this.opts.blockMs, untilDue, Math.floor(this.opts.leaseMs / 3)),
         );
@@ -282,17 +304,28 @@ export class ClaimScheduler {
     }
   }
 
+  /** Every queue is out of reach (their cluster masters are down): waits to be woken, or until they are asked again. */
+  private async waitForReach(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.wakeUp = resolve;
+      timer = setTimeout(resolve, QUEUE_RECHECK_MS);
+    });
+    clearTimeout(timer);
+    this.wakeUp = undefined;
+  }
+
   /** Moves delayed tasks that fell due into their queues; schedules the next look. */
   private async promoteDue(): Promise<void> {
     let next = Date.now() + this.opts.promoteIntervalMs;
     let failed: unknown;
-    for (const queue of this.opts.queues) {
+    for (const queue of this.reach.usableOf(this.opts.queues)) {
       try {
         const { nextDueAt } = await this.deps.broker.promote(queue);
         if (nextDueAt !== undefined) next = Math.min(next, nextDueAt);
       } catch (err) {
-        // The other queues' due tasks are still promoted.
-        failed ??= err;
+        // The other queues' due tasks are still promoted; a queue whose node is gone waits until it answers.
+        if (!this.reach.failed(queue, err)) failed ??= err;
       }
     }
     this.nextPromoteAt = next;
@@ -300,9 +333,10 @@ export class ClaimScheduler {
   }
 
   /**
-   * Takes over entries whose lease lapsed with their holder, scanning each lane's whole pending list
-   * over time. Each scan records this worker's lease for the queue: others take its entries only
-   * once they have been idle that long, whatever their own lease (see Broker.reclaim).
+   * Takes over entries whose lease lapsed with their holder, oldest first in each lane (a task whose
+   * worker died has waited longest), lanes in priority order. Each scan records this worker's lease
+   * for the queue: others take its entries only once they have been idle that long, whatever their
+   * own lease (see Broker.reclaim). A due scan goes before any new claim, from the same free slots.
    */
   private async reclaimLapsed(): Promise<void> {
     // Every half lease, with jitter so a fleet does not scan in step.
@@ -310,6 +344,7 @@ export class ClaimScheduler {
     if (Date.now() >= this.nextPruneAt) await this.pruneIdleConsumers();
     for (const priority of PRIORITIES) {
       for (const queue of this.opts.queues) {
+        if (!this.reach.usable(queue)) continue;
         const free = this.freeSlots();
         if (free <= 0 || this.stopping) {
           // Slots ran out with lanes still to scan: scan again as soon as one frees.
@@ -320,17 +355,16 @@ export class ClaimScheduler {
         let scan: Awaited<ReturnType<Broker["reclaim"]>>;
         const sentAt = performance.now();
         try {
-          scan = await this.deps.broker.reclaim(lane, this.opts.workerId, this.opts.leaseMs, free, this.reclaimCursors.get(laneKey(lane)) ?? "0-0");
+          scan = await this.deps.broker.reclaim(lane, this.opts.workerId, this.opts.leaseMs, free);
         } catch (err) {
           // NOGROUP or Redis full: the loop's to handle, for every lane.
           if (this.deps.link.observe(err) !== "other") throw err;
-          // One lane's failure (a key of the wrong type, say) must not stop the others being scanned.
+          // One lane's failure (a key of the wrong type, its node gone) must not stop the others being scanned.
           this.deps.log.warn("reclaim scan of a lane failed; scanning the others", { queue, priority, err });
-          this.deps.onError(err);
+          if (!this.reach.failed(queue, err)) this.deps.onError(err);
           continue;
         }
-        const { cursor, entries } = scan;
-        this.reclaimCursors.set(laneKey(lane), cursor);
+        const { entries } = scan;
         // The scan filled every free slot, so more may have lapsed (a killed worker leaves all its
         // runs at once): lapsed runs take the next free slots before new work, not one batch per half lease.
         if (entries.length >= free) this.nextReclaimAt = Date.now();

@@ -7,8 +7,11 @@ import type { OutcomeRecorder } from "./outcome-recorder.ts";
 
 /**
  * Takes up each claimed entry: a started task runs (and its outcome is recorded); an entry that
- * cannot run — its record gone, past its delivery limit, malformed, its record corrupt — is
- * dead-lettered with the reason (a corrupt record is also ended FAILED, so its waiters hear). Either way the work is tracked in flight until it is done, so stop() waits for it.
+ * cannot run — its record gone, malformed, its record corrupt — is dead-lettered with the reason (a
+ * corrupt record is also ended FAILED, so its waiters hear). Either way the work is tracked in
+ * flight until it is done, so stop() waits for it. A task past its delivery limit was failed and
+ * dead-lettered by the script that answered (one call, so no crash can split the two): it is only
+ * reported.
  */
 export class Dispatcher {
   private readonly inFlight: InFlight;
@@ -67,7 +70,7 @@ export class Dispatcher {
         reply.taskId,
         leaseFrom,
         async (controller) => {
-          const ended = await this.attempts.run(lane, reply, controller);
+          const ended = await this.attempts.run(lane, reply, controller, () => this.inFlight.markFinished(lane, entryId));
           if (ended) await this.recorder.record(lane, entryId, reply.taskId, ended.outcome, ended.traceId);
           else this.log.warn("attempt lost its claim; leaving the outcome to its owner", { taskId: reply.taskId, attempt: reply.attempt });
         },
@@ -90,6 +93,10 @@ export class Dispatcher {
       );
       return;
     }
+    if (reply.kind === "dead") {
+      this.recorder.deadLettered(lane, entryId, reply.reason, reply.taskId);
+      return;
+    }
     const [reason, fields, taskId, extra] = deadLetterOf(lane, reply);
     this.inFlight.track(
       lane,
@@ -108,15 +115,10 @@ export class Dispatcher {
 type DeadLetterOf = [reason: string, fields: Record<string, string> | null, taskId: string | undefined, extra?: Record<string, unknown>];
 
 /** Why an entry that cannot run is dead-lettered, and what the letter keeps. */
-function deadLetterOf(lane: Lane, reply: Exclude<StartReply, { kind: "run" | "skip" | "corrupt" }>): DeadLetterOf {
+function deadLetterOf(lane: Lane, reply: Exclude<StartReply, { kind: "run" | "skip" | "corrupt" | "dead" }>): DeadLetterOf {
   switch (reply.kind) {
     case "missing":
       return ["task record not found (expired or never written)", { task: splitTaskId(reply.taskId).name }, reply.taskId];
-    case "dead": {
-      const { attempts, lastError } = reply;
-      const last = lastError ? `; last error: [${lastError.code}] ${lastError.message}` : "";
-      return [`delivery limit reached after ${attempts} attempts${last}`, { task: splitTaskId(reply.taskId).name }, reply.taskId, { attempts, lastError }];
-    }
     default: {
       const parsed = parseEntry({ ...lane, entryId: reply.entryId, fields: reply.fields });
       return [parsed.ok ? "malformed queue entry" : parsed.reason, reply.fields, undefined];

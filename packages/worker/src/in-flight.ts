@@ -9,6 +9,13 @@ export interface Running {
   controller: AbortController;
   done: Promise<void>;
   /**
+   * Its run has finished (the executor returned, threw, or was let go): no code of the run is left
+   * to stop, and what remains — flushing its events, writing its outcome — is fenced on its attempt.
+   * The lease keeper keeps renewing its lease but never fences it (LEASE_EXPIRED), so a Redis that is
+   * slow or briefly out of reach delays its outcome instead of throwing the finished work away.
+   */
+  finished: boolean;
+  /**
    * Its outcome (or dead letter) has been handed over to be written: from then on the entry may be
    * acknowledged at any moment, so a renewal that finds it gone has not lost it.
    */
@@ -67,7 +74,7 @@ export class InFlight {
     const key = runKey(lane, entryId);
     const controller = new AbortController();
     if (this.abortedWith) controller.abort(this.abortedWith.reason);
-    const running: Running = { lane, entryId, taskId, controller, done: Promise.resolve(), settling: false, leaseFrom };
+    const running: Running = { lane, entryId, taskId, controller, done: Promise.resolve(), finished: false, settling: false, leaseFrom };
     this.runs.set(key, running);
     running.done = work(controller)
       .catch(onError)
@@ -77,10 +84,19 @@ export class InFlight {
       });
   }
 
+  /** The entry's run has finished (see Running.finished). */
+  markFinished(lane: Lane, entryId: string): void {
+    const run = this.runs.get(runKey(lane, entryId));
+    if (run) run.finished = true;
+  }
+
   /** The entry's outcome is being written (see Running.settling); called before the write is sent. */
   markSettling(lane: Lane, entryId: string): void {
     const run = this.runs.get(runKey(lane, entryId));
-    if (run) run.settling = true;
+    if (run) {
+      run.finished = true;
+      run.settling = true;
+    }
   }
 
   /** The entries' leases were renewed by a request sent at `sentAt` (monotonic ms). */

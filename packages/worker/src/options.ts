@@ -15,7 +15,7 @@ import {
   resolveRetention,
   silentLogger,
 } from "@flotilla/core";
-import type { RedisConnection } from "@flotilla/core/redis";
+import { type RedisConnection, redisFromEnv, resolvePrefix } from "@flotilla/core/redis";
 import type { MemoryStore } from "@flotilla/memory";
 import { defaultMetrics, type FlotillaMetrics } from "@flotilla/metrics";
 import type { RateLimitOptions } from "@flotilla/ratelimit";
@@ -24,9 +24,9 @@ import { WorkerOptionsSchema } from "./options-schema.ts";
 import type { SubscriptionRunner } from "./subscriptions.ts";
 
 export interface WorkerOptions {
-  /** Redis URL, ioredis options or client, a Redis Cluster (`{ cluster: ["host:port", …] }` or an ioredis Cluster). @default the cluster REDIS_CLUSTER_NODES names, else process.env.REDIS_URL ?? "redis://127.0.0.1:6379" */
+  /** Redis URL, ioredis options or client, a Redis Cluster (`{ cluster: ["host:port", …] }` or an ioredis Cluster). @default the cluster REDIS_CLUSTER_NODES names, else REDIS_URL, else "redis://127.0.0.1:6379" */
   redis?: RedisConnection;
-  /** Key prefix shared with the clients. @default "flotilla" */
+  /** Key prefix shared with the clients. @default FLOTILLA_PREFIX, else "flotilla" */
   prefix?: string;
   /** Queues to claim from. @default ["default"] */
   queues?: string[];
@@ -225,13 +225,16 @@ export interface ResolvedWorkerOptions {
 /** The one place the Worker's defaults are applied (from DEFAULTS, shared with health and the worker app). */
 export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOptions {
   const o = parseInput(WorkerOptionsSchema, options, "worker options");
+  // Checked now, not at start(): REDIS_URL=http://… is a ValidationError from the constructor.
+  if (o.redis === undefined) redisFromEnv();
   const fairnessEvery = o.fairnessEvery ?? DEFAULTS.fairnessEvery;
   const leaseMs = o.leaseMs ?? DEFAULTS.leaseMs;
   const retention = resolveRetention(o.retention);
   const agents = o.agents?.map((a) => parseInput(RunnableSpecSchema, "toJSON" in a ? a.toJSON() : a, "agent"));
   return {
     redis: o.redis,
-    prefix: o.prefix ?? DEFAULTS.prefix,
+    // An option given wins, else FLOTILLA_PREFIX, else the default: the rule of every entry point.
+    prefix: resolvePrefix(o.prefix),
     // A worker given only graph nodes serves their queues alone.
     queues: [...new Set([...(o.queues ?? (o.graph ? [] : [DEFAULTS.queue])), ...(o.graph?.queues ?? [])])],
     concurrency: o.concurrency ?? DEFAULTS.concurrency,

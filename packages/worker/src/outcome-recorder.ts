@@ -107,6 +107,12 @@ export class OutcomeRecorder {
     this.deps.deadLettered({ queue, entryId, reason, taskId });
   }
 
+  /** Reports an entry a script dead-lettered already (a task past its delivery limit, failed in the same call). */
+  deadLettered(lane: Lane, entryId: string, reason: string, taskId: string): void {
+    this.deps.log.warn("entry dead-lettered", { queue: lane.queue, entryId, reason, taskId });
+    this.deps.deadLettered({ queue: lane.queue, entryId, reason, taskId });
+  }
+
   /** Moves an entry that cannot run to its queue's dead letters, if this worker still holds it. */
   async deadLetter(
     lane: Lane,

@@ -1,7 +1,7 @@
 import { Broker } from "@flotilla/broker";
 import { CancelListener } from "@flotilla/cancel";
 import { AbortReason, createKeys, ErrorCodes } from "@flotilla/core";
-import { closeRedis, describeRedis, type OwnedRedis, openRedis, SubscriberHub, whenReady } from "@flotilla/core/redis";
+import { closeRedis, describeRedis, disconnectRedis, type OwnedRedis, openRedis, SubscriberHub, whenReady } from "@flotilla/core/redis";
 import { Heartbeat, type NotReady, type WorkerState } from "@flotilla/health";
 import { MemoryStores } from "@flotilla/memory";
 import { METRICS } from "@flotilla/metrics";
@@ -18,10 +18,15 @@ import { InFlight } from "./in-flight.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
 import type { ResolvedWorkerOptions } from "./options.ts";
 import { OutcomeRecorder } from "./outcome-recorder.ts";
+import { QueueReach } from "./queue-reach.ts";
 import { Readiness, type ReadinessState } from "./readiness.ts";
+import { reconnectPromptly } from "./reconnect.ts";
 import { RedisLink } from "./redis-link.ts";
 import { Settler } from "./settler.ts";
 import { WORKER_VERSION } from "./version.ts";
+
+/** How often close() looks whether it is past its drain deadline with Redis still out of reach. */
+const CLOSE_CHECK_MS = 250;
 
 /** What the session tells the Worker, which turns it into its events. */
 export interface SessionListener {
@@ -50,6 +55,8 @@ export class WorkerSession {
   private readonly heartbeat: Heartbeat;
   private readonly leases: LeaseKeeper;
   private readonly link: RedisLink;
+  /** On a cluster, which queues' masters answer: the others' queues are served while one fails over. */
+  private readonly reach: QueueReach;
   private readonly gauges: Gauges;
   private readonly broker: Broker;
   /** Fires the fleet's due schedules (@flotilla/schedules), when this worker takes part. */
@@ -152,6 +159,7 @@ export class WorkerSession {
       (err) => listener.error(err),
       (leaseFrom) => this.leases.lapsed(leaseFrom),
     );
+    this.reach = new QueueReach(redis, keys, options.queues, log, () => this.scheduler.wake());
     this.scheduler = new ClaimScheduler(options, {
       store,
       broker,
@@ -164,6 +172,7 @@ export class WorkerSession {
       onError: (err) => listener.error(err),
       readiness: this.readiness,
       link: this.link,
+      reach: this.reach,
     });
     this.heartbeat = new Heartbeat(redis, keys, {
       workerId,
@@ -197,7 +206,10 @@ export class WorkerSession {
   static async open(options: ResolvedWorkerOptions, listener: SessionListener): Promise<WorkerSession> {
     const conn = openRedis(options.redis, "command");
     const blocking = openRedis(options.redis, "blocking");
-    const hub = new SubscriberHub(openRedis(options.redis, "subscriber"), { readyTimeoutMs: options.connectTimeoutMs, logger: options.logger });
+    const subscriber = openRedis(options.redis, "subscriber");
+    // Back within a quarter second of Redis: every second of reconnecting is taken from the outage a run rides out.
+    for (const c of [conn, blocking, subscriber]) reconnectPromptly(c, options.redis);
+    const hub = new SubscriberHub(subscriber, { readyTimeoutMs: options.connectTimeoutMs, logger: options.logger });
     for (const r of [conn.redis, blocking.redis]) r.on("error", (err) => options.logger.debug("redis connection error", { err }));
     try {
       await whenReady(conn.redis, options.connectTimeoutMs);
@@ -209,6 +221,7 @@ export class WorkerSession {
     }
     const session = new WorkerSession(options, conn, blocking, hub, listener);
     session.link.start();
+    session.reach.start();
     for (const queue of options.queues) await session.broker.ensureGroup(queue);
     await session.cancels.start(options.queues);
     const signingSecret = options.signingSecrets?.[0];
@@ -228,6 +241,8 @@ export class WorkerSession {
       signingSecret,
     });
     await session.heartbeat.start();
+    // Renewals first after a reconnect: they are queued the moment the connection drops.
+    session.leases.watch(conn.redis);
     session.leases.start();
     await session.scheduler.start();
     session.gauges.start(options.gaugeIntervalMs, () => session.link.memory);
@@ -255,6 +270,27 @@ export class WorkerSession {
    * what is left, leaves the fleet and closes the connections.
    */
   async close(drainTimeoutMs: number, onDeadline: "release" | "cancel"): Promise<void> {
+    // The worker's connections wait for Redis as long as it takes (they ride out a restart), so a
+    // stop while Redis is gone would wait for ever on every write below. Past the drain deadline, a
+    // Redis still out of reach gets this session's connections ended: what waits on them fails, and
+    // close() returns (a connection lent to the worker is its lender's to end).
+    const deadline = Date.now() + drainTimeoutMs;
+    const giveUpOnRedis = setInterval(() => {
+      if (Date.now() < deadline || this.conn.redis.status === "ready") return;
+      clearInterval(giveUpOnRedis);
+      this.options.logger.warn("Redis still unreachable at the drain deadline: closing the connections, what waits on them fails");
+      disconnectRedis(this.blocking.redis);
+      if (this.conn.owned) disconnectRedis(this.conn.redis);
+      void this.hub.close();
+    }, CLOSE_CHECK_MS);
+    try {
+      await this.closeNow(drainTimeoutMs, onDeadline);
+    } finally {
+      clearInterval(giveUpOnRedis);
+    }
+  }
+
+  private async closeNow(drainTimeoutMs: number, onDeadline: "release" | "cancel"): Promise<void> {
     const log = this.options.logger;
     this.onDeadline = onDeadline;
     this.closing = true;
@@ -267,6 +303,7 @@ export class WorkerSession {
     const busStopped = this.options.bus?.stop(drainTimeoutMs).catch((err) => log.warn("bus subscriptions did not stop cleanly", { err }));
     // Stopping is no readiness change to report: the connections close on purpose below.
     this.link.stop();
+    this.reach.stop();
     if (!(await this.inFlight.settled(drainTimeoutMs))) {
       log.warn(`drain deadline reached: ${onDeadline === "release" ? "handing back" : "cancelling"} running tasks`, { tasks: this.inFlight.taskIds() });
       this.giveUp.abort();

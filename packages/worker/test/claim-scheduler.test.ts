@@ -1,3 +1,4 @@
+// @cluster: the claim loop over queues of several slots: one blocking read per slot
 import { type Broker, isMissingGroup, type Lane, laneKeys } from "@flotilla/broker";
 import { TestBroker } from "@flotilla/broker/testing";
 import { CONSUMER_GROUP, createKeys, DEFAULT_RETENTION, type Logger, type Priority, silentLogger } from "@flotilla/core";
@@ -574,21 +575,17 @@ class WatchedStore extends TestTaskStore {
 
 /** The real broker, noting each reclaim scan and prune; scans, prunes and remakes can be refused. */
 class WatchedBroker extends TestBroker {
-  readonly scans: Array<{ at: number; queue: string; priority: Priority; count: number; cursor: string | undefined }> = [];
-  /** Told each scan's answer. */
-  onScanned: ((lane: Lane, cursor: string) => void) | undefined;
+  readonly scans: Array<{ at: number; queue: string; priority: Priority; count: number }> = [];
   readonly prunes: number[] = [];
   failScan: ((lane: Lane) => Error | undefined) | undefined;
   failPrune: Error | undefined;
   failRemake: Error | undefined;
 
-  override async reclaim(lane: Lane, consumer: string, leaseMs: number, count: number, cursor?: string) {
-    this.scans.push({ at: Date.now(), queue: lane.queue, priority: lane.priority, count, cursor });
+  override async reclaim(lane: Lane, consumer: string, leaseMs: number, count: number) {
+    this.scans.push({ at: Date.now(), queue: lane.queue, priority: lane.priority, count });
     const failure = this.failScan?.(lane);
     if (failure) throw failure;
-    const scan = await super.reclaim(lane, consumer, leaseMs, count, cursor);
-    this.onScanned?.(lane, scan.cursor);
-    return scan;
+    return super.reclaim(lane, consumer, leaseMs, count);
   }
 
   override async pruneConsumers(queue: string, minIdleMs: number, keep: string): Promise<number> {
@@ -740,32 +737,6 @@ describe("ClaimScheduler: NOGROUP (Redis lost its consumer groups)", () => {
     // NOGROUP from one queue is the whole worker's problem, not that queue's.
     expect(warned(lines, "claim from a queue failed; claiming from the others")).toEqual([]);
     expect(h.errors.filter(isMissingGroup)).toHaveLength(3);
-  });
-
-  it("starts each lane's reclaim scan afresh after making the groups again", async () => {
-    // Ten entries a live worker with a long lease holds: a scan with one free slot stops after them,
-    // and the next goes on from there. Then a claim meets NOGROUP: the lanes were made anew.
-    await broker.ensureGroup("ng-scan");
-    await store.createMany(
-      "ng-scan",
-      Array.from({ length: 10 }, (_, i) => task("ng-scan", `held-${i}`)),
-    );
-    await broker.claim(redis, "long-lease-worker", ["ng-scan"], 10, 100);
-    await redis.hset(keys.leases("ng-scan"), "long-lease-worker", 60_000);
-    await pause(400);
-    const s = watchedStore();
-    const b = new WatchedBroker(redis, keys);
-    let armedAt: number | undefined;
-    b.onScanned = (lane, cursor) => {
-      if (armedAt === undefined && lane.priority === "normal" && cursor !== "0-0") {
-        armedAt = b.scans.length;
-        s.nextClaims.push(nogroup(1)); // the claim right after this scan
-      }
-    };
-    const h = await scheduler({ queues: ["ng-scan"], concurrency: 1, leaseMs: 300, blockMs: 50 }, true, b, silentLogger, s);
-    await waitFor(async () => armedAt !== undefined && b.scans.slice(armedAt).some((x) => x.priority === "normal"), { what: "a scan after the remake" });
-    expect(h.errors.filter(isMissingGroup)).toHaveLength(1);
-    expect(b.scans.slice(armedAt).find((x) => x.priority === "normal")!.cursor).toBe("0-0");
   });
 
   it("backs off and says so when the groups cannot be made again", async () => {

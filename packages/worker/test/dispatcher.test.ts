@@ -12,7 +12,7 @@ import type { OutcomeRecorder } from "../src/outcome-recorder.ts";
 // record their calls (each has tests of its own against Redis); the in-flight table is the real one.
 
 interface Call {
-  what: "run" | "record" | "deadLetter" | "failCorrupt";
+  what: "run" | "record" | "deadLetter" | "deadLettered" | "failCorrupt";
   args: unknown[];
 }
 
@@ -32,6 +32,7 @@ function setup(behaviour: { run?: () => Promise<unknown>; deadLetter?: () => Pro
       calls.push({ what: "deadLetter", args });
       return (behaviour.deadLetter ?? (async () => {}))();
     },
+    deadLettered: (...args: unknown[]) => void calls.push({ what: "deadLettered", args }),
     failCorrupt: (...args: unknown[]) => {
       calls.push({ what: "failCorrupt", args });
       return (behaviour.failCorrupt ?? (async () => {}))();
@@ -106,30 +107,36 @@ describe("Dispatcher", () => {
     ]);
   });
 
-  it("dead-letters a missing record, a spent delivery budget and a malformed entry, each with its reason", async () => {
+  it("dead-letters a missing record and a malformed entry, each with its reason", async () => {
     const s = setup();
     s.dispatcher.dispatch("q", { ...at("missing"), taskId: "q/gone" } as StartReply, false, performance.now());
     // The task being dead-lettered counts as held, under its id.
     expect(s.inFlight.taskIds()).toEqual(["q/gone"]);
     await s.settled();
-    const lastError = { code: "TIMEOUT", message: "too slow" };
-    s.dispatcher.dispatch("q", { ...at("dead"), entryId: "2-0", taskId: "q/spent", attempts: 4, lastError } as StartReply, false, performance.now());
-    s.dispatcher.dispatch("q", { ...at("dead"), entryId: "3-0", taskId: "q/quiet", attempts: 2, lastError: undefined } as StartReply, false, performance.now());
     s.dispatcher.dispatch("q", { ...at("malformed"), entryId: "4-0", fields: { junk: "1" } } as StartReply, false, performance.now());
     s.dispatcher.dispatch("q", { ...at("malformed"), entryId: "5-0", fields: null } as StartReply, false, performance.now());
     // Fields that parse, but the script found the entry unusable (its record key is not a hash).
     s.dispatcher.dispatch("q", { ...at("malformed"), entryId: "6-0", fields: { task: "ok" } } as StartReply, false, performance.now());
     // An entry with no task id is held under none.
-    expect(s.inFlight.taskIds()).toEqual(["q/spent", "q/quiet"]);
+    expect(s.inFlight.taskIds()).toEqual([]);
     await s.settled();
     expect(s.calls.map((c) => c.args)).toEqual([
       [lane, "1-0", "task record not found (expired or never written)", { task: "gone" }, "q/gone", undefined],
-      [lane, "2-0", "delivery limit reached after 4 attempts; last error: [TIMEOUT] too slow", { task: "spent" }, "q/spent", { attempts: 4, lastError }],
-      [lane, "3-0", "delivery limit reached after 2 attempts", { task: "quiet" }, "q/quiet", { attempts: 2, lastError: undefined }],
       [lane, "4-0", "malformed queue entry: task: Invalid input: expected string, received undefined", { junk: "1" }, undefined, undefined],
       [lane, "5-0", "entry has no fields", null, undefined, undefined],
       [lane, "6-0", "malformed queue entry", { task: "ok" }, undefined, undefined],
     ]);
+    expect(s.errors).toEqual([]);
+  });
+
+  it("only reports a task past its delivery limit: the script that answered failed it and dead-lettered its entry, nothing is left to write", async () => {
+    const s = setup();
+    const reason = "delivery limit reached after 4 attempts; last error: [TIMEOUT] too slow";
+    s.dispatcher.dispatch("q", { ...at("dead"), entryId: "2-0", taskId: "q/spent", attempts: 4, reason } as StartReply, false, performance.now());
+    // No write, so nothing held.
+    expect(s.inFlight.size).toBe(0);
+    await s.settled();
+    expect(s.calls).toEqual([{ what: "deadLettered", args: [lane, "2-0", reason, "q/spent"] }]);
     expect(s.errors).toEqual([]);
   });
 

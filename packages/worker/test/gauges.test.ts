@@ -1,3 +1,4 @@
+// @cluster: gauges read every queue's depth across slots
 import { TestBroker } from "@flotilla/broker/testing";
 import { createKeys, type LogFields, type Logger } from "@flotilla/core";
 import { Heartbeat } from "@flotilla/health";

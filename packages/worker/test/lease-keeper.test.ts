@@ -1,9 +1,11 @@
+// @single: the lease keeper on one connection of its own; the reconnect test kills that connection (CLIENT KILL ID), which watch() follows on a single Redis only
 import type { Lane } from "@flotilla/broker";
 import { TestBroker } from "@flotilla/broker/testing";
 import { AbortReason, createKeys, DEFAULT_RETENTION, ErrorCodes, type Logger, silentLogger } from "@flotilla/core";
 import { FlotillaMetrics } from "@flotilla/metrics";
 import { newTask, TestTaskStore } from "@flotilla/store/testing";
-import { purgePrefix, recordingLogger, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { purgePrefix, recordingLogger, redisUrl, testPrefix, testRedis, waitFor } from "@flotilla/testing";
+import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { InFlight, type Running } from "../src/in-flight.ts";
 import { LeaseKeeper } from "../src/lease-keeper.ts";
@@ -161,12 +163,12 @@ describe("LeaseKeeper", () => {
     ]);
   });
 
-  it("renews every third of the lease once started, without keeping the process alive, until stopped", async () => {
+  it("renews every sixth of the lease once started, without keeping the process alive, until stopped", async () => {
     const broker = new FlakyBroker(redis, keys);
     const inFlight = new InFlight(() => {});
     // A lease dated in the future never lapses here: this test is about the renewal timer, not the fence.
     await hold(broker, inFlight, "lk-d", "one", "w1", Number.POSITIVE_INFINITY);
-    const keeper = keeperOf(broker, inFlight, 90, recordingLogger().log);
+    const keeper = keeperOf(broker, inFlight, 180, recordingLogger().log);
     const refTimers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
     const before = refTimers();
     keeper.start();
@@ -266,8 +268,70 @@ describe("LeaseKeeper: self-fencing", () => {
     keeper.stop();
     expect((run.signal.reason as AbortReason).code).toBe(ErrorCodes.LEASE_EXPIRED);
     expect(abortedAt).toBeGreaterThanOrEqual(leaseFrom + 600 - 60);
-    // Ticks came every 200 ms meanwhile; only the first renewal was sent.
+    // Ticks came every 100 ms meanwhile; only the first renewal was sent.
     expect(broker.renewals).toBe(1);
     answer?.();
+  });
+
+  it("never stops a run that has finished (its events and outcome still to write), keeps renewing it, and stops it only when its entry is truly lost", async () => {
+    const broker = new FlakyBroker(redis, keys);
+    const inFlight = new InFlight(() => {});
+    const fenced: string[] = [];
+    const keeper = keeperOf(broker, inFlight, 10_000, silentLogger, (run) => fenced.push(run.taskId));
+    const longAgo = performance.now() - 20_000;
+    const finished = await hold(broker, inFlight, "lk-j", "finished", "w1", longAgo);
+    const taken = await hold(broker, inFlight, "lk-j", "taken", "w1", longAgo);
+    const running = await hold(broker, inFlight, "lk-j", "running", "w1", longAgo);
+    for (const run of [finished, taken]) inFlight.markFinished(run.lane, run.entryId);
+    // Its lease lapsed long ago here (Redis slow or out of reach while its outcome waited): finished work is not thrown away.
+    keeper.fence();
+    expect(finished.signal.aborted).toBe(false);
+    expect(taken.signal.aborted).toBe(false);
+    expect((running.signal.reason as AbortReason).code).toBe(ErrorCodes.LEASE_EXPIRED);
+    expect(fenced).toEqual(["lk-j/running"]);
+    // Renewed like any other until its outcome lands; one another worker took over is a real loss.
+    await redis.xclaim(keys.lane("lk-j", "normal"), "flotilla", "w2", 0, taken.entryId);
+    const before = performance.now();
+    await keeper.renew();
+    expect(inFlight.get(finished.lane, finished.entryId)!.leaseFrom).toBeGreaterThanOrEqual(before);
+    expect(finished.signal.aborted).toBe(false);
+    expect((taken.signal.reason as AbortReason).code).toBe(ErrorCodes.STALE_ATTEMPT);
+  });
+});
+
+describe("LeaseKeeper: reconnects", () => {
+  it("queues a renewal of every lease the moment the connection drops, so it goes first on the new one, and counts the lease from when the new connection opened", async () => {
+    const conn = new Redis(redisUrl());
+    const broker = new FlakyBroker(conn, keys);
+    const inFlight = new InFlight(() => {});
+    const keeper = keeperOf(broker, inFlight, 60_000, silentLogger);
+    const run = await hold(broker, inFlight, "lk-k", "held", "w1", performance.now());
+    keeper.watch(conn);
+    let renewAsked: { at: number; status: string } | undefined;
+    broker.beforeRenew = async () => {
+      renewAsked ??= { at: performance.now(), status: conn.status };
+    };
+    let openedAt = 0;
+    conn.on("connect", () => {
+      openedAt ||= performance.now();
+    });
+    const ready = new Promise<number>((resolve) => conn.once("ready", () => resolve(performance.now())));
+    await redis.call("CLIENT", "KILL", "ID", String(await conn.client("ID")));
+    const readyAt = await ready;
+    await waitFor(async () => renewAsked !== undefined && inFlight.get(run.lane, run.entryId)!.leaseFrom > renewAsked.at, {
+      what: "the renewal queued at the drop to land",
+    });
+    keeper.stop();
+    // Asked for while the connection was down (not when it came back): the offline queue sends it first.
+    expect(renewAsked!.status).not.toBe("ready");
+    expect(renewAsked!.at).toBeLessThan(openedAt);
+    // Its lease counts from when the connection it was answered on opened (the keeper heard of it just before this
+    // test did): later than it was asked for, no later than ready.
+    const leaseFrom = inFlight.get(run.lane, run.entryId)!.leaseFrom;
+    expect(leaseFrom).toBeGreaterThan(renewAsked!.at);
+    expect(leaseFrom).toBeLessThanOrEqual(openedAt);
+    expect(openedAt).toBeLessThanOrEqual(readyAt);
+    expect(run.signal.aborted).toBe(false);
+    conn.disconnect();
   });
 });

@@ -1,3 +1,4 @@
+// @cluster: a blocking read over three lanes of one slot, several queues
 import type { Priority } from "@flotilla/core";
 import { scripted, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";

@@ -1,3 +1,4 @@
+// @single: one connection behind the fault proxy
 import { type FaultProxy, onCluster, recordingLogger, redisUrl, startFaultProxy, testRedis, waitFor } from "@flotilla/testing";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";

@@ -1,3 +1,4 @@
+// @cluster: retries wait in each queue's delayed set and are promoted on its slot
 import { Agent } from "@flotilla/agent";
 import { type JsonValue, TaskFailedError, UnrecoverableError } from "@flotilla/core";
 import { collect, waitFor } from "@flotilla/testing";

@@ -114,6 +114,38 @@ describe.skipIf(onCluster())("self-fencing", () => {
     expect(await h.until(after, ["COMPLETED"], { timeoutMs: 20_000 })).toMatchObject({ status: "COMPLETED", attempt: 1, workerId: "cut-off" });
   });
 
+  it("never throws away a run that finished while cut off: its events and outcome land once healed, from its one attempt", async () => {
+    const proxy = await startProxy();
+    const metrics = new FlotillaMetrics();
+    const queue = "finished-while-cut";
+    let runs = 0;
+    await h.worker({
+      redis: proxy.url,
+      workerId: "finisher",
+      queues: [queue],
+      leaseMs: LEASE_MS,
+      metrics,
+      executor: {
+        execute: async ({ emit }) => {
+          runs++;
+          emit({ type: "text", delta: "all the work" });
+          // The network goes as the run ends: its last events and its outcome wait, with its lease's renewals.
+          proxy.partition();
+          return "done";
+        },
+      },
+    });
+    const id = await h.submit(agent, "finish then lose Redis", { queue });
+    await waitFor(async () => runs === 1, { what: "the run" });
+    // Twice the lease: a run still going would have stopped itself by now (the first test); this one had finished.
+    await new Promise((r) => setTimeout(r, 2 * LEASE_MS));
+    proxy.heal();
+    expect(await h.until(id, ["COMPLETED"], { timeoutMs: 20_000 })).toMatchObject({ status: "COMPLETED", attempt: 1, workerId: "finisher", result: "done" });
+    expect(runs).toBe(1);
+    expect(metrics.total(METRICS.selfFenced)).toBe(0);
+    expect((await h.events(id)).some((e) => e.type === "text")).toBe(true);
+  });
+
   it("aborts nothing when the network is cut for less than the lease", async () => {
     const proxy = await startProxy();
     const ticks: Tick[] = [];

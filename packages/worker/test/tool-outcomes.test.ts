@@ -1,5 +1,6 @@
 // What a run's tools and model decide about their task, end to end: a real Worker on Redis, the
 // client reading the task's record and stream.
+// @single: what tools decide about their task; the stream path runs on the cluster in client.test.ts
 import { UnrecoverableError as AgentUnrecoverableError, defineTool, type LanguageModel } from "@flotilla/agent";
 import { UnrecoverableError as CoreUnrecoverableError, type JsonValue } from "@flotilla/core";
 import { collect, scripted } from "@flotilla/testing";

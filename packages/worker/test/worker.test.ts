@@ -1,3 +1,4 @@
+// @cluster: the worker's whole life on a cluster
 import { defineTool } from "@flotilla/agent";
 import { CONSUMER_GROUP } from "@flotilla/core";
 import { recordingLogger, scripted, waitFor } from "@flotilla/testing";

@@ -1,9 +1,9 @@
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
 import { type ExponentialBackoff, exponentialDelay } from "../backoff.ts";
-import { DEFAULTS } from "../defaults.ts";
-import { ConnectionError, FlotillaError, isRedisFull, RedisFullError } from "../errors.ts";
-import { asCluster, type ClusterConnection, clusterNodesFromEnv, isClusterConnection, seedNodes } from "./cluster.ts";
+import { ConnectionError, ErrorCodes, FlotillaError, isRedisFull, LifecycleError, RedisFullError } from "../errors.ts";
+import { asCluster, type ClusterConnection, isClusterConnection, seedNodes } from "./cluster.ts";
 import { explainConnectionError } from "./connection-errors.ts";
+import { checkRedisConnection, type Environment, redisFromEnv } from "./environment.ts";
 import { checkSentinelConnection, describeSentinel, isSentinelConnection, reconnectAfterGivingUp, sentinelDefaults } from "./sentinel.ts";
 
 /**
@@ -29,7 +29,8 @@ export type RedisUrlOptions = RedisOptions & { url: string };
  * `{ sentinels: [{ host, port }], name }` among them), a URL with options (`{ url, tls }`), an
  * existing ioredis client or Cluster (never closed by us, from ioredis 5 or 6), or a Redis Cluster's
  * seed nodes (`{ cluster: ["host:port", …] }`).
- * Unset: the cluster `REDIS_CLUSTER_NODES` names, else `REDIS_URL`, else redis://127.0.0.1:6379.
+ * Unset: the cluster `REDIS_CLUSTER_NODES` names, else `REDIS_URL`, else redis://127.0.0.1:6379. A URL
+ * of another scheme (`http://…`) is a ValidationError naming where it came from.
  */
 export type RedisConnection = string | RedisOptions | RedisUrlOptions | Redis | Cluster | RedisClientLike | ClusterConnection;
 
@@ -44,7 +45,15 @@ export interface ConnectionPolicy {
   failFast?: boolean;
   /** @default 5000 */
   connectTimeoutMs?: number;
+  /** Where an unset connection is read from (REDIS_CLUSTER_NODES, REDIS_URL). @default process.env */
+  env?: Environment;
 }
+
+/**
+ * How long a connection being thrown away (`disconnect()`) may take to close its socket before it is
+ * destroyed. ioredis waits 2 s, on a timer that keeps the process alive after everything is closed.
+ */
+const DISCONNECT_TIMEOUT_MS = 0;
 
 /** Pause before trying Redis again (a reconnect, a re-subscription) after failure number 1, 2, …: 100 ms, doubling, at most 2 s. */
 export const RECONNECT_BACKOFF: ExponentialBackoff = { baseMs: 50, maxMs: 2000 };
@@ -74,10 +83,16 @@ export function openRedis(conn: RedisConnection | undefined, role: ConnectionRol
     maxRetriesPerRequest: failFast && role !== "blocking" ? 2 : null,
     retryStrategy: (times) => exponentialDelay(RECONNECT_BACKOFF, times),
     enableReadyCheck: true,
+    disconnectTimeout: DISCONNECT_TIMEOUT_MS,
     connectionName: `flotilla:${role}`,
   };
-  const envNodes = conn === undefined ? clusterNodesFromEnv() : undefined;
-  if (envNodes) return openCluster({ cluster: envNodes }, role, tuned, failFast);
+  if (conn === undefined) {
+    const { connection, source } = redisFromEnv(policy.env);
+    const opened = openRedis(connection, role, policy);
+    sources.set(opened.redis, source === "the default" ? "the default: no redis option, REDIS_URL unset" : source);
+    return opened;
+  }
+  checkRedisConnection(conn);
   const lentCluster = asCluster(conn);
   if (lentCluster) return openCluster(lentCluster, role, tuned, failFast);
   if (isClusterConnection(conn)) return openCluster(conn, role, tuned, failFast);
@@ -87,8 +102,8 @@ export function openRedis(conn: RedisConnection | undefined, role: ConnectionRol
     const client = conn as Redis;
     if (role === "command") return { redis: client, owned: false };
     redis = client.duplicate({ ...tuned });
-  } else if (conn === undefined || typeof conn === "string") {
-    redis = new Redis(conn ?? (process.env.REDIS_URL || DEFAULTS.redisUrl), tuned);
+  } else if (typeof conn === "string") {
+    redis = new Redis(conn, tuned);
   } else {
     redis = fromOptions(conn as RedisOptions | RedisUrlOptions, tuned, failFast);
   }
@@ -115,6 +130,9 @@ function fromOptions(conn: RedisOptions | RedisUrlOptions, tuned: RedisOptions, 
 
 /** Connections `closeRedis` closed: they stay closed. */
 const closing = new WeakSet<Redis>();
+
+/** Which setting named the Redis of a connection opened without one (REDIS_URL, the default…), for messages. */
+const sources = new WeakMap<Redis, string>();
 
 /**
  * The last error of each connection we opened, until it is ready again. A command that fails for
@@ -211,10 +229,57 @@ export async function closeRedis(conn: OwnedRedis | undefined): Promise<void> {
   if (r.status === "end") return;
   try {
     if (r.status === "ready") await r.quit();
-    else r.disconnect();
+    else disconnectRedis(r);
   } catch {
-    r.disconnect();
+    disconnectRedis(r);
   }
+}
+
+/** What `disconnectRedis` reaches into: ioredis's own way of ending a connection, for the state its disconnect() leaves open. */
+interface Ending {
+  setStatus?: (status: string) => void;
+  flushQueue?: (error: Error) => void;
+  reconnectTimeout?: NodeJS.Timeout | null;
+}
+
+/**
+ * Ends a connection now, whatever its state, failing the commands it holds. Use it instead of
+ * ioredis's `disconnect()`, which, on a connection waiting to reconnect (Redis unreachable), only
+ * cancels the next attempt: ioredis ends a connection when its socket closes, and that socket has
+ * closed already, so the commands queued meanwhile wait for ever (a `close()` awaiting one never
+ * returns, while the connection keeps nothing alive), and a standalone connection arms a 2 s timer to
+ * destroy that socket, which holds the process. A Cluster with no node connection is in the same
+ * state. Such a connection is ended here as ioredis's own close handler would have.
+ */
+export function disconnectRedis(redis: Redis): void {
+  closing.add(redis);
+  if (redis.status === "end") return;
+  const ending = redis as unknown as Ending;
+  const canEnd = typeof ending.setStatus === "function" && typeof ending.flushQueue === "function";
+  const cluster = asCluster(redis);
+  if (cluster) {
+    redis.disconnect();
+    // A Cluster ends when its last node connection closes: with none (closed while it still resolved
+    // its seeds, or between two tries), no close event comes to end it and fail what it holds, and the
+    // connect under way goes on (on a cluster, a Bus closed at once never let its process exit).
+    // (Read again: disconnect() may have ended it.)
+    if (canEnd && (redis.status as string) !== "end" && cluster.nodes("all").length === 0) end(ending);
+    return;
+  }
+  if (redis.status !== "reconnecting" || !canEnd) {
+    redis.disconnect();
+    return;
+  }
+  // disconnect() here would only arm that timer.
+  end(ending);
+}
+
+/** Ends a connection as ioredis's own close handler does: no next try, status "end", every queued command failed. */
+function end(ending: Ending): void {
+  clearTimeout(ending.reconnectTimeout ?? undefined);
+  ending.reconnectTimeout = null;
+  ending.setStatus!("end");
+  ending.flushQueue!(new Error("Connection is closed."));
 }
 
 export function describeRedis(redis: Redis): string {
@@ -251,11 +316,30 @@ export function translateRedisError(redis: Redis, err: unknown): unknown {
     return new RedisFullError(`${command ? `${command.toUpperCase()} ` : "a write "}to Redis at ${describeRedis(redis)}`, err);
   }
   if (!isConnectionFailure(err)) return err;
-  const message = (err as Error).message;
-  const last = lastErrors.get(redis);
-  const why = last && last !== err && !message.includes(last.message) ? `${explain(redis, last)}; ` : "";
-  return new ConnectionError(`Redis at ${describeRedis(redis)} is unreachable: ${why}${message}`, err);
+  const where = `Redis at ${describeRedis(redis)}${sources.has(redis) ? ` (${sources.get(redis)})` : ""}`;
+  if (CLOSED.test((err as Error).message) && closing.has(redis)) {
+    return new LifecycleError(ErrorCodes.CLOSED, `the connection to ${where} was closed (by close()) before the command was answered`);
+  }
+  return new ConnectionError(`${where} is unreachable: ${reasonOf(redis, err as Error)}`, err);
 }
+
+const CLOSED = /^Connection is closed/;
+
+/**
+ * Why a command found no connection, in Flotilla's words: the connection's last error (refused, a
+ * DNS name that does not resolve, TLS…) rather than ioredis's "max retries per request" notice,
+ * which names an option Flotilla sets itself.
+ */
+function reasonOf(redis: Redis, err: Error): string {
+  const gaveUp = err.name === "MaxRetriesPerRequestError" || MAX_RETRIES.test(err.message);
+  const last = lastErrors.get(redis);
+  const why = last && last !== err ? explain(redis, last) : undefined;
+  if (gaveUp) return why ?? "no connection could be made";
+  if (CLOSED.test(err.message)) return `the connection was lost before the command was answered${why ? ` (${why})` : ""}`;
+  return why && !err.message.includes(last!.message) ? `${why}; ${err.message}` : err.message;
+}
+
+const MAX_RETRIES = /max retries per request/i;
 
 /** Runs a Redis operation, turning connection failures into a typed ConnectionError. */
 export async function withRedis<T>(redis: Redis, op: () => Promise<T>): Promise<T> {

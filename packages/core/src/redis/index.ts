@@ -19,6 +19,7 @@ export {
   type ConnectionRole,
   closeRedis,
   describeRedis,
+  disconnectRedis,
   isConnectionFailure,
   type OwnedRedis,
   openRedis,
@@ -29,6 +30,22 @@ export {
   whenReady,
   withRedis,
 } from "./connection.ts";
+export {
+  CONNECTION_OPTION_KEYS,
+  type ConnectionOptions,
+  type ResolvedConnectionOptions,
+  resolveConnectionOptions,
+} from "./connection-options.ts";
+export {
+  checkRedisConnection,
+  checkRedisUrl,
+  ENV,
+  type Environment,
+  type RedisFromEnvironment,
+  readEnv,
+  redisFromEnv,
+  resolvePrefix,
+} from "./environment.ts";
 export { LuaScript, type ScriptSource } from "./lua-script.ts";
 export { formatBytes, isFull, parseMemoryInfo, type RedisMemory, readRedisMemory } from "./memory.ts";
 export { waitForReplicas } from "./replicas.ts";

@@ -1,4 +1,5 @@
 --- @include "@flotilla/broker/queueAck"
+--- @include "@flotilla/broker/addDeadLetter"
 --- @include "isTerminal"
 --- @include "hsetAll"
 --- @include "jsonString"
@@ -14,8 +15,11 @@
 -- Starts the task of a claimed entry. Every start is a delivery and gets a new attempt number,
 -- which fences out whoever ran the task before. Entries that must not run are settled here: a
 -- finished task's entry, a second entry of a task running under a live lease and a task whose
--- cancel was stored while it waited are acknowledged (see finish). A missing record and the
--- delivery limit go back to the worker, which dead-letters the entry with the reason.
+-- cancel was stored while it waited are acknowledged (see finish). A task past its delivery limit
+-- ends FAILED and its entry is dead-lettered and acknowledged in the same call: a worker that dies
+-- right after (or a reply lost) cannot leave a DELIVERY_LIMIT failure without its dead letter.
+-- Needs batch.deadLetters and batch.deadLetterMaxLen. A missing record goes back to the worker,
+-- which dead-letters the entry with the reason (there is no record to fail).
 -- Replay-safe: a resent start of the same entry by the same worker gets its attempt back.
 -- `reclaimed`: the entry came back after its lease lapsed, so a RUNNING task is taken over.
 -- A task of a concurrency key whose slots are all taken is parked instead of started: its entry is
@@ -27,13 +31,15 @@
 --     backoff, trace, resume: the saved state of a run that stopped to wait for a signal, signal: the
 --     one that resumed it, absent when the wait timed out, signature: its creator's HMAC)
 --   { 'skip', lane, entryId, name, reason ('terminal' | 'running' | 'cancelled' | 'parked'), status }
---   { 'dead', lane, entryId, name, attempts, lastError }
+--   { 'dead', lane, entryId, name, attempts, lastError, reason }: failed DELIVERY_LIMIT and dead-lettered
+--     (with `reason`) by this call
 --   { 'missing', lane, entryId, name }
 --   { 'corrupt', lane, entryId, name, reason }: the record cannot be trusted (see recordFault)
 -- The fields a run reply carries by name, when the record has them (@flotilla/store's
 -- RUN_REPLY_OPTIONAL lists the same, a test checks).
 local RUN_OPTIONAL = { 'timeoutMs', 'detailed', 'metadata', 'retries', 'maxRetries', 'backoff', 'trace', 'resume', 'signal',
   'signature' }
+local LANE_NAMES = { 'high', 'normal', 'low' }
 local function startEntry(batch, lane, entryId, name, reclaimed)
   local key = batch.taskBase .. name
   local record, fault = readRecord(key)
@@ -102,7 +108,20 @@ local function startEntry(batch, lane, entryId, name, reclaimed)
     if concurrency then
       releaseConcurrencySlot(batch, concurrency, name)
     end
-    replies[#replies + 1] = { 'dead', lane, entryId, name, started, record.error or '' }
+    -- The last attempt's error, when the record holds a readable one: named in the reason, kept in the letter.
+    local ok, last = pcall(cjson.decode, record.error or '')
+    if not (ok and type(last) == 'table' and type(last.code) == 'string' and type(last.message) == 'string') then
+      last = nil
+    end
+    local reason = 'delivery limit reached after ' .. started .. ' attempts' ..
+      (last and ('; last error: [' .. last.code .. '] ' .. last.message) or '')
+    if entryId ~= '' then
+      addDeadLetter(batch.deadLetters, batch.deadLetterMaxLen, entryId, reason, cjson.encode({ task = name }), batch.now,
+        taskId, '{"attempts":' .. started .. ',"lastError":' .. (last and record.error or 'null') .. ',"priority":"' ..
+        LANE_NAMES[lane] .. '"}')
+      queueAck(batch, lane, entryId)
+    end
+    replies[#replies + 1] = { 'dead', lane, entryId, name, started, record.error or '', reason }
     return
   end
   if concurrency and status ~= 'RUNNING' and
