@@ -8,7 +8,10 @@
   branch of its fan-out resolved its in-edges. A node none of whose in-edges is live is SKIPPED and
   passes the skip on; a failure passes on the same way until an `all-done` unites node takes it in
   (it runs with the failure) or it reaches an `all-success` unites node or a node with nothing
-  after it: then the run fails. The run succeeds when no instance is left open.
+  after it: then the run fails. A node whose failure would fail the run (topology `ff` or `fr`)
+  passes nothing on: `ff` (fail-fast) fails the run at once; `fr` (its join's onBranchFailure is
+  finish-running) is noted on the run, which goes on and fails once no instance is left open. The
+  run succeeds when no instance is left open and no failure was noted.
   The caller then creates a task for each instance created (a duplicate create is a no-op).
   Replay-safe: an instance that ended already changes nothing and gets back what its end created,
   so a hand-off resent after a crash creates the same successors, never others.
@@ -21,7 +24,8 @@
   ('' outside any fan-out, '3', '3.7'), n counts the node's runs on that branch (loops).
 
   Input:
-    KEYS[1] run record (status, topo, open)
+    KEYS[1] run record (status, topo, open; failures, failed: the failures noted, and the first
+      FAILED_LISTED failed instances, comma-separated)
     KEYS[2] run nodes (instance -> CREATED | EXECUTED | ERRORED | CANCELLED | SKIPPED; '<instance>>' -> what its end created)
     KEYS[3] run outputs (instance -> output JSON; '!<instance>' -> error JSON)
     KEYS[4] run joins ('c:'/'l:'/'x:' in-edges resolved / live / failed, per node@branch of a node with
@@ -49,14 +53,21 @@
 --- @include "endRun"
 --- @include "expireRun"
 local WIDTH = 7
+-- A run's error lists this many failed instances at most (`failures` counts them all).
+local FAILED_LISTED = 100
 local runKey, nodesKey, outputsKey, joinsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local run = { key = runKey, events = KEYS[5], maxLen = ARGV[3], now = redisNow(ARGV[1]), ttlMs = ARGV[2], keys = KEYS }
-local status, topoText, openText = unpack(redis.call('HMGET', runKey, 'status', 'topo', 'open'))
+local status, topoText, openText, failuresText, failedText = unpack(redis.call('HMGET', runKey, 'status', 'topo', 'open', 'failures', 'failed'))
 if not status then
   return { 'missing', 0 }
 end
 local wasRunning = status == 'RUNNING'
 local open = tonumber(openText) or 0
+local failures = tonumber(failuresText) or 0
+local failed = {}
+for i in string.gmatch(failedText or '', '[^,]+') do
+  failed[#failed + 1] = i
+end
 local topo = nil
 
 -- Every end's instance state and try, in one read.
@@ -84,6 +95,25 @@ local function jget(field)
 end
 local function jnum(field)
   return tonumber(jget(field)) or 0
+end
+
+-- A node's error as recorded (JSON), or nil when it cannot be read.
+local function causeOf(errText)
+  local ok, decoded = pcall(cjson.decode, errText or '')
+  return ok and type(decoded) == 'table' and decoded or nil
+end
+local function failedMessage(id, cause)
+  return 'node ' .. id .. ' failed' .. (cause and type(cause.message) == 'string' and (': ' .. cause.message) or '')
+end
+-- The run's error: why it ended, the instance whose end decided it and that node's error, and every
+-- failure noted (instances listed up to FAILED_LISTED).
+local function runError(message, code, node, cause)
+  local e = { message = message, code = code, node = node, cause = cause }
+  if failures > 0 then
+    e.failures = failures
+    e.failed = failed
+  end
+  return cjson.encode(e)
 end
 
 local function childPath(p, i)
@@ -296,11 +326,16 @@ local function advanceOne(inst, outcome, output, errText, width, chosen, try, pr
       end
     end
   elseif outcome == 'ERRORED' then
-    if topo[id].ff then
+    if topo[id].ff or topo[id].fr then
       -- Nothing but the failure is recorded: the rest of the run stays as it was, for retryRun-5.lua.
-      local ok, decoded = pcall(cjson.decode, errText)
-      cause = ok and type(decoded) == 'table' and decoded or nil
-      failure = 'node ' .. id .. ' failed' .. (cause and type(cause.message) == 'string' and (': ' .. cause.message) or '')
+      failures = failures + 1
+      if #failed < FAILED_LISTED then
+        failed[#failed + 1] = inst
+      end
+      if topo[id].ff then
+        cause = causeOf(errText)
+        failure = failedMessage(id, cause)
+      end
     else
       passOn(id, path, 'fail')
     end
@@ -321,8 +356,18 @@ local function advanceOne(inst, outcome, output, errText, width, chosen, try, pr
     open = open - #created
     created, made = {}, ''
     local ended = outcome == 'CANCELLED' and 'CANCELLED' or 'FAILED'
-    endRun(run, ended, cjson.encode({ message = failure, code = ended == 'FAILED' and 'RUN_FAILED' or 'RUN_CANCELLED', node = inst, cause = cause }))
+    endRun(run, ended, runError(failure, ended == 'FAILED' and 'RUN_FAILED' or 'RUN_CANCELLED', inst, cause))
     status = ended
+  elseif open <= 0 and failures > 0 then
+    -- Finish-running: every other node has ended; the run fails with the first failure noted.
+    local first = failed[1]
+    local firstCause = causeOf(outputs['!' .. first] or redis.call('HGET', outputsKey, '!' .. first))
+    local message = failedMessage(string.match(first, '^(.-)@'), firstCause)
+    if failures > 1 then
+      message = message .. ' (and ' .. (failures - 1) .. ' more)'
+    end
+    endRun(run, 'FAILED', runError(message, 'RUN_FAILED', first, firstCause))
+    status = 'FAILED'
   elseif open <= 0 then
     endRun(run, 'SUCCEEDED', nil)
     status = 'SUCCEEDED'
@@ -375,6 +420,9 @@ flush(outputsKey, outputs)
 flush(joinsKey, joins)
 if open ~= (tonumber(openText) or 0) then
   redis.call('HSET', runKey, 'open', open)
+end
+if failures ~= (tonumber(failuresText) or 0) then
+  redis.call('HSET', runKey, 'failures', failures, 'failed', table.concat(failed, ','))
 end
 if status ~= 'RUNNING' then
   -- After the last write (a key first written now would otherwise never expire); a late end of a

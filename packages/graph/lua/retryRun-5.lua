@@ -3,7 +3,8 @@
   Resumes a FAILED or CANCELLED run from where it stopped: every instance that failed, was cancelled
   or was still open goes back to CREATED under the run's next try (its tasks are new ones, named
   with the try, so the old tasks' late ends are stale); every other instance keeps its outcome and
-  output. The run is RUNNING again and its keys lose their time to live.
+  output. The run is RUNNING again (the failures advance-5.lua noted are forgotten) and its keys
+  lose their time to live.
 
   Input:
     KEYS[1] run record
@@ -42,7 +43,7 @@ for _, key in ipairs(again) do
   redis.call('HDEL', KEYS[3], '!' .. key)
 end
 redis.call('HSET', KEYS[1], 'status', 'RUNNING', 'open', #again)
-redis.call('HDEL', KEYS[1], 'endedAt', 'error')
+redis.call('HDEL', KEYS[1], 'endedAt', 'error', 'failures', 'failed')
 for i = 1, 5 do
   redis.call('PERSIST', KEYS[i])
 end

@@ -1,9 +1,9 @@
 import { compileGraph } from "./compile.ts";
-import type { GraphInput, GraphNodeInput, UnitePolicy } from "./definition.ts";
+import type { BranchFailure, GraphInput, GraphNodeInput, UnitePolicy } from "./definition.ts";
 
 /** A node as the builder takes it: everything but its id and its edges (given with `edge`). */
 export type BuilderNode<Ids extends string> = Omit<GraphNodeInput, "id" | "next" | "unites"> & {
-  unites?: { id: Ids; policy?: UnitePolicy };
+  unites?: { id: Ids; policy?: UnitePolicy; onBranchFailure?: BranchFailure };
 };
 
 /**
@@ -14,7 +14,7 @@ export type BuilderNode<Ids extends string> = Omit<GraphNodeInput, "id" | "next"
  *   const g = new GraphBuilder("research")
  *     .node("plan", { type: "planner", fanOut: true })
  *     .node("research", { type: "researcher" })
- *     .node("write", { type: "writer", unites: { id: "plan" }, inputs: { notes: "${{research.outputs.text}}" } })
+ *     .node("write", { type: "writer", unites: { id: "plan", onBranchFailure: "finish-running" }, inputs: { notes: "${{research.outputs.text}}" } })
  *     .edge("plan", "research")
  *     .edge("research", "write")
  *     .build();

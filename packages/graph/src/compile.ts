@@ -1,5 +1,5 @@
-import { ErrorCodes, FlotillaError, type JsonValue, parseInput } from "@flotilla/core";
-import { type Graph, type GraphInput, type GraphNode, GraphSchema, queueOfNode } from "./definition.ts";
+import { ErrorCodes, FlotillaError, type JsonValue, parseInput, ValidationError } from "@flotilla/core";
+import { type BranchFailure, type Graph, type GraphInput, type GraphNode, GraphSchema, queueOfNode } from "./definition.ts";
 import { referencesIn } from "./expressions.ts";
 
 /** A node with what the run needs to know about its place in the graph. */
@@ -43,6 +43,7 @@ const invalid = (message: string) => new FlotillaError(ErrorCodes.INVALID_GRAPH,
  * that names a node that is not an ancestor, branches that meet without being united.
  */
 export function compileGraph(input: GraphInput | Graph): CompiledGraph {
+  misplaced(input);
   const graph = parseInput(GraphSchema, input, "graph");
   const byId = new Map<string, GraphNode>();
   for (const n of graph.nodes) {
@@ -56,6 +57,9 @@ export function compileGraph(input: GraphInput | Graph): CompiledGraph {
       const f = byId.get(n.unites.id);
       if (!f) throw invalid(`node ${n.id}: unites names ${n.unites.id}, which is not a node`);
       if (!f.fanOut) throw invalid(`node ${n.id}: unites ${f.id}, which is no fan-out node (fanOut: true)`);
+      if (n.unites.onBranchFailure !== undefined && n.unites.policy === "all-done") {
+        throw invalid(`node ${n.id}: onBranchFailure is for an all-success join; an all-done join runs with its failed branches`);
+      }
     }
   }
   const back = backEdges(graph, byId);
@@ -137,7 +141,18 @@ export function compileGraph(input: GraphInput | Graph): CompiledGraph {
       inputs,
     });
   }
-  return { graph, nodes, roots, order, topology: topologyOf(nodes, failsRun(nodes, order)) };
+  return { graph, nodes, roots, order, topology: topologyOf(nodes, failModes(nodes, order)) };
+}
+
+/** A key users put on a node that belongs in its `unites`: told where it goes rather than only that it is unknown. */
+function misplaced(input: unknown): void {
+  const nodes = (input as { nodes?: unknown } | null)?.nodes;
+  if (!Array.isArray(nodes)) return;
+  for (const [i, n] of nodes.entries()) {
+    if (n !== null && typeof n === "object" && "onBranchFailure" in n) {
+      throw ValidationError.of("graph", `nodes.${i}.onBranchFailure`, "belongs in the node's unites: { id, policy, onBranchFailure }");
+    }
+  }
 }
 
 /** The nodes that can run more than once on one branch: those in a loop body and every node after one. */
@@ -154,27 +169,36 @@ function repeating(byId: ReadonlyMap<string, GraphNode>, bodies: ReadonlySet<str
 }
 
 /**
- * The nodes whose failure fails the run at once: those from which some forward path reaches a node
- * with nothing after it, or an `all-success` unites node, before an `all-done` unites node takes the
- * failure in. A failure that can only end in `all-done` joins is passed on instead (the joins run
- * with it). Failing at once leaves the rest of the run as it was, so `retry()` resumes it exactly.
+ * How each node's failure ends the run, when it does: `fail-fast` (at once) or `finish-running`
+ * (once nothing else of the run is open); a node absent from the map passes its failure on, because
+ * every path from it ends in an `all-done` unites node, which takes the failure in. A failure fails
+ * the run when some forward path from the node reaches a node with nothing after it (fail-fast), or
+ * an `all-success` unites node (as that join's `onBranchFailure` says); fail-fast wins when both are
+ * reachable. Either way nothing else of the run is changed by it (its successors are not created), so
+ * `retry()` resumes the run exactly.
  */
-function failsRun(nodes: ReadonlyMap<string, CompiledNode>, order: readonly string[]): Set<string> {
-  const fails = new Set<string>();
+function failModes(nodes: ReadonlyMap<string, CompiledNode>, order: readonly string[]): Map<string, BranchFailure> {
+  const modes = new Map<string, BranchFailure>();
+  const worst = (a: BranchFailure | undefined, b: BranchFailure | undefined): BranchFailure | undefined =>
+    a === "fail-fast" || b === "fail-fast" ? "fail-fast" : (a ?? b);
+  /** What a failure arriving at a unites node does: nothing (all-done takes it in), or its join's choice. */
+  const atJoin = (u: GraphNode): BranchFailure | undefined => (u.unites!.policy === "all-done" ? undefined : (u.unites!.onBranchFailure ?? "fail-fast"));
   for (const id of [...order].reverse()) {
     const c = nodes.get(id)!;
+    let mode: BranchFailure | undefined;
     if (c.node.fanOut) {
       // A failed fan-out has no branches: only its unites hear of it.
       const unites = [...nodes.values()].filter((u) => u.node.unites?.id === id);
-      if (unites.length === 0 || unites.some((u) => u.node.unites!.policy !== "all-done")) fails.add(id);
-      continue;
+      if (unites.length === 0) mode = "fail-fast";
+      for (const u of unites) mode = worst(mode, atJoin(u.node));
+    } else {
+      const forward = c.next.filter((e) => !e.back).map((e) => nodes.get(e.id)!);
+      if (forward.length === 0) mode = "fail-fast";
+      for (const n of forward) mode = worst(mode, n.node.unites ? atJoin(n.node) : modes.get(n.node.id));
     }
-    const forward = c.next.filter((e) => !e.back).map((e) => nodes.get(e.id)!);
-    const reachesEnd = forward.length === 0;
-    const badStep = forward.some((n) => (n.node.unites ? n.node.unites.policy !== "all-done" : fails.has(n.node.id)));
-    if (reachesEnd || badStep) fails.add(id);
+    if (mode) modes.set(id, mode);
   }
-  return fails;
+  return modes;
 }
 
 /** What a node gets when its inputs are not written: the run input (first nodes), one predecessor's outputs, or each predecessor's by id. */
@@ -241,10 +265,10 @@ function topologicalOrder(graph: Graph, preds: ReadonlyMap<string, readonly stri
 /**
  * The shape the run's scripts read, per node: `s` its next ([id, 1 if back edge]), `d` its forward
  * in-degree, `f` 1 for a fan-out, `u` the fan-out it unites and `p` the policy, `m` maxIterations,
- * `ff` 1 when its failure fails the run at once (see failsRun), `l` 1 when it can run more than
- * once on a branch (see repeating).
+ * `ff` 1 when its failure fails the run at once, `fr` 1 when it fails the run once nothing else is
+ * open (see failModes), `l` 1 when it can run more than once on a branch (see repeating).
  */
-function topologyOf(nodes: ReadonlyMap<string, CompiledNode>, failFast: ReadonlySet<string>): string {
+function topologyOf(nodes: ReadonlyMap<string, CompiledNode>, failModes: ReadonlyMap<string, BranchFailure>): string {
   const n: Record<string, Record<string, unknown>> = {};
   for (const [id, c] of nodes) {
     n[id] = {
@@ -253,7 +277,8 @@ function topologyOf(nodes: ReadonlyMap<string, CompiledNode>, failFast: Readonly
       ...(c.node.fanOut && { f: 1 }),
       ...(c.node.unites && { u: c.node.unites.id, p: c.node.unites.policy }),
       ...(c.node.maxIterations !== undefined && { m: c.node.maxIterations }),
-      ...(failFast.has(id) && { ff: 1 }),
+      ...(failModes.get(id) === "fail-fast" && { ff: 1 }),
+      ...(failModes.get(id) === "finish-running" && { fr: 1 }),
       ...(c.repeats && { l: 1 }),
     };
   }

@@ -20,6 +20,19 @@ export const RunIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,40}$/, "a run id i
 export const UnitePolicySchema = z.enum(["all-success", "all-done"]);
 export type UnitePolicy = z.infer<typeof UnitePolicySchema>;
 
+/**
+ * What a failed branch does to an `all-success` join's run. `fail-fast`: the run fails at once and
+ * its running and queued nodes are cancelled (running ones abort mid-call). `finish-running`: every
+ * other node runs to its end first, then the run fails with each failed branch recorded.
+ */
+export const BranchFailureSchema = z.enum(["fail-fast", "finish-running"]);
+export type BranchFailure = z.infer<typeof BranchFailureSchema>;
+
+/** A join: the fan-out it unites, its policy, and (all-success) what a failed branch does. */
+export const UnitesSchema = z
+  .object({ id: NodeIdSchema, policy: UnitePolicySchema.default("all-success"), onBranchFailure: BranchFailureSchema.optional() })
+  .strict();
+
 export const GraphNodeSchema = z
   .object({
     id: NodeIdSchema,
@@ -34,11 +47,11 @@ export const GraphNodeSchema = z
     next: z.array(NodeIdSchema).max(64).default([]),
     /** Its output is a list: one branch per item, each running the nodes after it once. @default false */
     fanOut: z.boolean().default(false),
-    /** Runs once per fan-out of `id`, after every branch reached it, with the branches' outputs as lists in branch order. */
-    unites: z
-      .object({ id: NodeIdSchema, policy: UnitePolicySchema.default("all-success") })
-      .strict()
-      .optional(),
+    /**
+     * Runs once per fan-out of `id`, after every branch reached it, with the branches' outputs as
+     * lists in branch order. `onBranchFailure` (all-success only): `fail-fast` (default) or `finish-running`.
+     */
+    unites: UnitesSchema.optional(),
     /** A router registered by name on the workers chooses among `next` from the output. @default the output's `next` field, else every `next` */
     router: z
       .string()

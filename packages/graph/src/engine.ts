@@ -1,12 +1,12 @@
 import { requestCancel } from "@flotilla/cancel";
-import { DEFAULT_RETENTION, type JsonValue, type Keys, type Logger, laneOfPriority, parseJsonOr, silentLogger, splitTaskId } from "@flotilla/core";
+import { DEFAULT_RETENTION, ErrorCodes, type JsonValue, type Keys, type Logger, laneOfPriority, parseJsonOr, silentLogger, splitTaskId } from "@flotilla/core";
 import { clearHandoffs, type NewTask, readHandoffs, TaskStore } from "@flotilla/store";
 import type { Redis } from "ioredis";
 import { type CompiledGraph, compileGraph } from "./compile.ts";
 import { type Graph, GraphSchema } from "./definition.ts";
 import { type Instance, instanceKey, instanceOfTaskName, parseInstance, taskNameOf } from "./instances.ts";
 import { type Resolved, resolveInstances } from "./resolver.ts";
-import { type RunOptions, type RunRecord, RunStore } from "./run-store.ts";
+import { type RunOptions, type RunRecord, type RunStatus, RunStore } from "./run-store.ts";
 
 /** A run as the engine keeps it in memory: its graph compiled once (a run's graph never changes). */
 export interface LoadedRun {
@@ -93,7 +93,6 @@ export class GraphEngine {
     this.tasks = new TaskStore(redis, keys, DEFAULT_RETENTION, {}, { signingSecret: options.signingSecret });
   }
 
-  /** The task id of an instance of a run. */
   /** The task id of an instance of a run, in the run's try `tryNumber` (0 before any retry). */
   taskIdOf(runId: string, compiled: CompiledGraph, instance: Instance, tryNumber = 0): string {
     return `${compiled.nodes.get(instance.node)!.queue}/${taskNameOf(runId, instance, tryNumber)}`;
@@ -170,7 +169,8 @@ export class GraphEngine {
           ...(n.fanOut && { fanOut: compiled.graph.maxFanOut }),
           ...(choosing && { next: n.next }),
           ...(n.router && { router: n.router }),
-          ...(n.unites && { unites: n.unites }),
+          // What the worker reads (its join and policy): a task stays readable by workers of any version.
+          ...(n.unites && { unites: { id: n.unites.id, policy: n.unites.policy } }),
         },
         input,
         state,
@@ -203,8 +203,9 @@ export class GraphEngine {
         if (lanesMade) await this.tasks.registerQueue(queue);
       }
     }
-    // A cancel (or failure) that ended the run between its advance and these creates: they never run.
-    if ((await this.runs.status(runId)) !== "RUNNING") await this.cancelTasks(runId, instances, "the graph run ended");
+    // A run that ended between its advance and these creates: its close (closeOpen) found these
+    // names closed or their tasks, so they never run; this covers a close cut short by a crash.
+    if ((await this.runs.status(runId)) !== "RUNNING") await this.closeOpen(runId, "the graph run ended");
   }
 
   /** Hands one node task's end on to its run (see handOffMany). */
@@ -254,7 +255,11 @@ export class GraphEngine {
         runId,
         replies.flatMap((r) => (r.reply === "ok" || r.reply === "replay" ? r.created : [])),
       );
-      if (status === "FAILED" || status === "CANCELLED") await this.cancelOpen(runId, "the graph run ended");
+      // The end that ended the run closes what it left open; so does its replay (the first try may
+      // have died before closing). The late ends of an ended run ('ended') have nothing to close.
+      if ((status === "FAILED" || status === "CANCELLED") && (endedRun || replies.some((r) => r.reply === "replay"))) {
+        await this.closeOpen(runId, "the graph run ended");
+      }
       if (status !== "RUNNING") {
         this.cache.delete(runId);
         if (endedRun && this.onRunEnded) {
@@ -266,40 +271,78 @@ export class GraphEngine {
     }
   }
 
-  /** Cancels a run: it ends CANCELLED and its open instances' tasks are cancelled (running ones abort). */
-  async cancel(runId: string, reason = "cancelled by request"): Promise<"cancelled" | "finished" | "missing"> {
+  /**
+   * Cancels a run: it ends CANCELLED, and its open instances are closed (see closeOpen) before this
+   * resolves. On a run that had ended it changes nothing but closes what is still open (`finished`).
+   */
+  async cancel(runId: string, reason = "cancelled by request"): Promise<{ outcome: "cancelled" | "finished" | "missing"; status: RunStatus | undefined }> {
     const run = await this.load(runId);
-    const { outcome } = await this.runs.cancel(runId, reason, run?.record.options.ttlMs ?? 86_400_000);
-    if (outcome !== "missing") await this.cancelOpen(runId, reason);
+    const { outcome, status, open, tries } = await this.runs.cancel(runId, reason, run?.record.options.ttlMs ?? 86_400_000);
     this.cache.delete(runId);
-    return outcome;
+    if (outcome !== "missing") await this.close(runId, open, tries, reason);
+    return { outcome, status: status || undefined };
   }
 
   /**
    * Resumes a FAILED or CANCELLED run from its failed, cancelled and unfinished nodes (new tasks,
    * under the run's next try); every node that succeeded keeps its output and is not run again.
+   * `refused` (with the run's status) for a run that is RUNNING or SUCCEEDED.
    */
-  async retry(runId: string): Promise<"retried" | "refused" | "missing"> {
-    const { outcome, instances } = await this.runs.retry(runId);
+  async retry(runId: string): Promise<{ outcome: "retried" | "refused" | "missing"; status: RunStatus | undefined }> {
+    const { outcome, status, instances } = await this.runs.retry(runId);
     this.cache.delete(runId);
     if (outcome === "retried") await this.createTasks(runId, instances);
-    return outcome;
+    return { outcome, status: (status || undefined) as RunStatus | undefined };
   }
 
-  private async cancelOpen(runId: string, reason: string): Promise<void> {
-    const open = [...(await this.runs.nodes(runId))].filter(([, n]) => n.state === "CREATED").map(([k]) => k);
-    await this.cancelTasks(runId, open, reason);
+  /** Closes the open instances of a run that ended (see close), as read now. */
+  private async closeOpen(runId: string, reason: string): Promise<void> {
+    const open = [...(await this.runs.nodes(runId))].filter(([, n]) => n.state === "CREATED");
+    await this.close(
+      runId,
+      open.map(([k]) => k),
+      open.map(([, n]) => n.try),
+      reason,
+    );
   }
 
-  private async cancelTasks(runId: string, instances: readonly string[], reason: string): Promise<void> {
+  /**
+   * Ends the open instances of a run that ended, each by its task, and records what can be known
+   * now, so that a reader sees a final state once this resolves: a waiting task ends CANCELLED at
+   * once; a task yet to be created has its name closed (closeTask-1.lua: the create that comes
+   * later is a no-op, so it never runs); a task that had ended hands its own end on. A running task
+   * is told to abort; its worker records its end (until then its instance reads CANCELLING).
+   */
+  private async close(runId: string, instances: readonly string[], tries: readonly number[], reason: string): Promise<void> {
+    if (instances.length === 0) return;
     const run = await this.load(runId);
     if (!run) return;
-    const tries = await this.runs.tries(runId, instances);
-    await Promise.all(
-      instances.map((key, i) =>
-        requestCancel(this.redis, this.keys, DEFAULT_RETENTION, this.taskIdOf(runId, run.compiled, parseInstance(key), tries[i]), reason),
-      ),
+    const cancel = (taskId: string) => requestCancel(this.redis, this.keys, DEFAULT_RETENTION, taskId, reason);
+    const cancelled: NodeEnd = { status: "CANCELLED", error: { message: reason, code: ErrorCodes.CANCELLED } };
+    const ends = await Promise.all(
+      instances.map(async (key, i): Promise<HandOff | undefined> => {
+        const instance = parseInstance(key);
+        const taskId = this.taskIdOf(runId, run.compiled, instance, tries[i]);
+        let { outcome } = await cancel(taskId);
+        if (outcome === "missing") {
+          const n = run.compiled.nodes.get(instance.node)!;
+          const closing = {
+            taskId,
+            queue: n.queue,
+            agent: n.node.type,
+            submitId: runId,
+            metadata: { ...run.record.options.metadata, graphRun: runId, graphNode: key },
+          };
+          if ((await this.runs.closeTask(closing, reason, DEFAULT_RETENTION.keepCompleted.ageMs)) === "closed") return { taskId, known: cancelled };
+          // Created in between: it exists now.
+          ({ outcome } = await cancel(taskId));
+        }
+        if (outcome === "cancelled") return { taskId, known: cancelled };
+        if (outcome === "finished") return { taskId };
+        return undefined;
+      }),
     );
+    await this.handOffMany(ends.filter((e): e is HandOff => e !== undefined));
   }
 
   /**

@@ -1,15 +1,5 @@
-import {
-  createKeys,
-  DEFAULTS,
-  IdempotencyKeySchema,
-  IdempotencyWindowSchema,
-  type JsonValue,
-  JsonValueSchema,
-  type Keys,
-  newId,
-  parseInput,
-} from "@flotilla/core";
-import { closeRedis, type OwnedRedis, openRedis, type RedisConnection, SubscriberHub } from "@flotilla/core/redis";
+import { createKeys, IdempotencyKeySchema, IdempotencyWindowSchema, type JsonValue, JsonValueSchema, type Keys, newId, parseInput } from "@flotilla/core";
+import { closeRedis, type OwnedRedis, openRedis, type RedisConnection, resolvePrefix, SubscriberHub } from "@flotilla/core/redis";
 import { type EventSource, StatusFeed } from "@flotilla/events";
 import { injectTrace, SpanKind, withSpan } from "@flotilla/metrics";
 import type { Redis } from "ioredis";
@@ -25,7 +15,7 @@ import { GraphTemplates } from "./templates.ts";
 export interface GraphClientOptions {
   /** Redis URL, ioredis options or client, or a cluster. @default REDIS_CLUSTER_NODES, else process.env.REDIS_URL ?? "redis://127.0.0.1:6379" */
   redis?: RedisConnection;
-  /** Key prefix shared with the workers. @default "flotilla" */
+  /** Key prefix shared with the workers. @default FLOTILLA_PREFIX, else "flotilla" */
   prefix?: string;
   /** Signed tasks: the node tasks it creates are signed with this secret (see the workers' `signingSecrets`). @default undefined: unsigned */
   signingSecret?: string;
@@ -88,7 +78,7 @@ export class GraphClient {
       const conn = openRedis(options.redis, "command");
       const owned: { conn: OwnedRedis; hub?: SubscriberHub } = { conn };
       this.owned = owned;
-      const keys = createKeys(options.prefix ?? DEFAULTS.prefix);
+      const keys = createKeys(resolvePrefix(options.prefix));
       this.shared = {
         redis: conn.redis,
         keys,

@@ -3,13 +3,25 @@ import type { EventSource } from "@flotilla/events";
 import type { Redis } from "ioredis";
 import type { Graph } from "./definition.ts";
 import type { GraphEngine } from "./engine.ts";
+import { RunNotFoundError, RunNotRetryableError } from "./errors.ts";
 import { type Instance, parseInstance } from "./instances.ts";
 import { resolveInstances } from "./resolver.ts";
-import type { NodeState, RunSummary } from "./run-store.ts";
+import type { NodeState, RunStatus, RunSummary } from "./run-store.ts";
 import { type GraphStreamEvent, mergeRunStream } from "./run-stream.ts";
 
-/** A node instance's state as a reader sees it: CREATED splits into QUEUED and RUNNING by its task. */
-export type NodeStatus = Exclude<NodeState, "CREATED"> | "CREATED" | "QUEUED" | "RUNNING";
+/**
+ * A node instance's state as a reader sees it. An open instance (CREATED as stored) reads by its
+ * task while its run runs: QUEUED, RUNNING, or CREATED for the instant before its task exists. Once
+ * its run ended (cancelled, or failed fail-fast) it reads CANCELLING until its task's end is recorded
+ * (a running node told to abort; `cancel()` has recorded every other one when it resolves).
+ */
+export type NodeStatus = Exclude<NodeState, "CREATED"> | "CREATED" | "QUEUED" | "RUNNING" | "CANCELLING";
+
+/** What `cancel()` did: `cancelled` the run (it was running), or nothing (`finished`: it had ended; `status` says how). */
+export interface RunCancelOutcome {
+  outcome: "cancelled" | "finished";
+  status: RunStatus;
+}
 
 export interface NodeInstanceStatus extends Instance {
   instance: string;
@@ -100,7 +112,7 @@ export class GraphRunHandle {
 
   private async loaded() {
     const run = await this.engine.load(this.runId);
-    if (!run) throw new FlotillaError(ErrorCodes.RUN_NOT_FOUND, `no graph run ${this.runId}`);
+    if (!run) throw new RunNotFoundError(this.runId);
     return run;
   }
 
@@ -113,7 +125,7 @@ export class GraphRunHandle {
       engine.runs.nodes(this.runId),
       engine.runs.allOutputs(this.runId),
     ]);
-    if (!summary) throw new FlotillaError(ErrorCodes.RUN_NOT_FOUND, `no graph run ${this.runId}`);
+    if (!summary) throw new RunNotFoundError(this.runId);
     const nodes: NodeInstanceStatus[] = [...states].map(([key, { state, try: tryNumber }]) => {
       const instance = parseInstance(key);
       const out: NodeInstanceStatus = { ...instance, instance: key, status: state, taskId: engine.taskIdOf(this.runId, compiled, instance, tryNumber) };
@@ -125,6 +137,11 @@ export class GraphRunHandle {
     const rank = new Map(compiled.order.map((id, i) => [id, i]));
     nodes.sort((a, b) => (rank.get(a.node) ?? rank.size) - (rank.get(b.node) ?? rank.size) || compareInstances(a, b));
     const open = nodes.filter((n) => n.status === "CREATED");
+    if (summary.status !== "RUNNING") {
+      // Its run ended: nothing of it starts any more; what is open is being ended.
+      for (const n of open) n.status = "CANCELLING";
+      return { ...summary, definition: compiled.graph, nodes };
+    }
     const tasks = await engine.tasks.getMany(open.map((n) => n.taskId));
     open.forEach((n, i) => {
       const task = tasks[i];
@@ -147,7 +164,7 @@ export class GraphRunHandle {
       for await (const event of this.events({ after: lastId, timeoutMs: options.timeoutMs })) if (event.type === "run-finished") break;
     }
     const record = await this.engine.runs.record(this.runId);
-    if (!record) throw new FlotillaError(ErrorCodes.RUN_NOT_FOUND, `no graph run ${this.runId}`);
+    if (!record) throw new RunNotFoundError(this.runId);
     if (!TERMINAL.has(record.status)) throw new FlotillaError(ErrorCodes.WAIT_TIMEOUT, `graph run ${this.runId} did not end within ${options.timeoutMs} ms`);
     if (record.status === "FAILED")
       throw new FlotillaError(ErrorCodes.RUN_FAILED, record.error?.message ?? "the graph run failed", { details: { run: this.runId, ...record.error } });
@@ -241,15 +258,26 @@ export class GraphRunHandle {
 
   /**
    * Resumes a FAILED or CANCELLED run after a fix: its failed, cancelled and unfinished nodes run
-   * again (as new tasks); every node that succeeded keeps its output. `refused` for a run that is
-   * running or succeeded.
+   * again (as new tasks); every node that succeeded keeps its output. Resolves with this handle.
+   * Refused for a run that is RUNNING or SUCCEEDED: RunNotRetryableError (a ValidationError, code
+   * VALIDATION_ERROR, with the run's `status`); RunNotFoundError (RUN_NOT_FOUND) for no such run.
    */
-  retry(): Promise<"retried" | "refused" | "missing"> {
-    return this.engine.retry(this.runId);
+  async retry(): Promise<this> {
+    const { outcome, status } = await this.engine.retry(this.runId);
+    if (outcome === "missing") throw new RunNotFoundError(this.runId);
+    if (outcome === "refused") throw new RunNotRetryableError(this.runId, status ?? "RUNNING");
+    return this;
   }
 
-  /** Cancels the run: no node starts afterwards, running ones are aborted. */
-  cancel(reason = "cancelled by request"): Promise<"cancelled" | "finished" | "missing"> {
-    return this.engine.cancel(this.runId, reason);
+  /**
+   * Cancels the run: no node starts afterwards, running ones are aborted. When it resolves every
+   * node instance reads a final state, or CANCELLING for a running node until its worker records its
+   * end. On a run that had ended it changes nothing (`finished`, with its status). RunNotFoundError
+   * (RUN_NOT_FOUND) for no such run.
+   */
+  async cancel(reason = "cancelled by request"): Promise<RunCancelOutcome> {
+    const { outcome, status } = await this.engine.cancel(this.runId, reason);
+    if (outcome === "missing" || status === undefined) throw new RunNotFoundError(this.runId);
+    return { outcome, status };
   }
 }

@@ -19,6 +19,21 @@ export interface RunOptions {
   trace?: string | undefined;
 }
 
+/**
+ * Why a run failed or was cancelled: the instance whose end decided it (`node`) and that node's own
+ * error (`cause`). A run that failed by its nodes' failures also counts them (`failures`) and lists
+ * the failed instances (`failed`, the first 100): under `onBranchFailure: "finish-running"` every
+ * branch that failed while the others ran to their end.
+ */
+export interface RunError {
+  message: string;
+  code: string;
+  node?: string;
+  cause?: { message: string; code: string };
+  failures?: number;
+  failed?: string[];
+}
+
 /** A run's record as stored. */
 export interface RunRecord {
   runId: string;
@@ -26,8 +41,8 @@ export interface RunRecord {
   status: RunStatus;
   createdAt: number;
   endedAt: number | undefined;
-  /** Why it failed or was cancelled: the instance whose end decided it, and that node's own error (`cause`). */
-  error: { message: string; code: string; node?: string; cause?: { message: string; code: string } } | undefined;
+  /** Why it failed or was cancelled (see RunError). */
+  error: RunError | undefined;
   input: JsonValue;
   /** The graph as started (JSON). */
   graph: string;
@@ -132,18 +147,39 @@ export class RunStore {
     return { status, endedRun: endedRun === 1, replies };
   }
 
-  /** Ends a running run CANCELLED; returns the instances still open (their tasks are the caller's to cancel). */
+  /**
+   * Ends a running run CANCELLED; returns the instances still open and the try of each one's task,
+   * read in the same step (their tasks are the caller's to end). A run that had ended is left as it
+   * is (`finished`), its open instances returned all the same.
+   */
   async cancel(
     runId: string,
     reason: string,
     ttlMs: number,
-  ): Promise<{ outcome: "cancelled" | "finished" | "missing"; status: RunStatus | ""; open: string[] }> {
-    const [outcome, status, open] = (await scripts.cancelRun.run(this.redis, this.runKeys(runId), ["", reason, ttlMs, EVENTS_MAX_LEN])) as [
+  ): Promise<{ outcome: "cancelled" | "finished" | "missing"; status: RunStatus | ""; open: string[]; tries: number[] }> {
+    const [outcome, status, open, tries] = (await scripts.cancelRun.run(this.redis, this.runKeys(runId), ["", reason, ttlMs, EVENTS_MAX_LEN])) as [
       "cancelled" | "finished" | "missing",
       RunStatus | "",
       string,
+      string,
     ];
-    return { outcome, status, open: list(open) };
+    return { outcome, status, open: list(open), tries: list(tries).map(Number) };
+  }
+
+  /**
+   * Closes a node task's name before its task exists (see closeTask-1.lua): a CANCELLED record in
+   * its place, so that a later create of it is a no-op. `exists`: the task exists, nothing written.
+   */
+  async closeTask(
+    task: { taskId: string; queue: string; agent: string; submitId: string; metadata: Record<string, JsonValue> },
+    reason: string,
+    ttlMs: number,
+  ): Promise<"closed" | "exists"> {
+    return (await scripts.closeTask.run(
+      this.redis,
+      [this.keys.task(task.taskId)],
+      [task.taskId, task.queue, task.agent, task.submitId, reason, JSON.stringify(task.metadata), ttlMs, ""],
+    )) as "closed" | "exists";
   }
 
   async record(runId: string): Promise<RunRecord | undefined> {

@@ -15,11 +15,15 @@ export const isNodeEvent = (event: GraphStreamEvent): event is NodeStreamEvent =
 
 /**
  * Merges a run's lifecycle events with the events of each node task they announce (opened at its
- * node-started: replay of what it published so far, then live, with no gap, as a task's stream is),
- * in arrival order; each node's own events stay in order, and its node-finished comes after them
- * (held back until its task's stream ended). Ends once the lifecycle stream ended and every node
- * stream opened has ended (after its task's terminal event), with the run's terminal event, held
- * back until then so that it comes last.
+ * node-started: replay of what it published so far, then live, with no gap, as a task's stream is).
+ * Causal order: the lifecycle is passed on in its own order, and at a node's node-finished it waits
+ * until that node's task stream has ended (after its task's terminal event, which the task reached
+ * before its end was handed to the run) — so a node's own events come before its node-finished, and
+ * its node-finished before anything the lifecycle says after it: the node-created and node-started
+ * of the nodes its end enabled, and so every event of theirs (their streams open at their
+ * node-started). Streams of nodes running side by side interleave as they arrive. Ends once the
+ * lifecycle stream ended and every node stream opened has ended, with the run's terminal event,
+ * held back until then so that it comes last.
  */
 export async function* mergeRunStream(
   lifecycle: AsyncGenerator<GraphRunEvent>,
@@ -27,7 +31,6 @@ export async function* mergeRunStream(
   signal: AbortSignal,
 ): AsyncGenerator<GraphStreamEvent> {
   const queue: GraphStreamEvent[] = [];
-  const opened = new Set<string>();
   let producers = 0;
   let failure: unknown;
   let wake: (() => void) | undefined;
@@ -36,59 +39,55 @@ export async function* mergeRunStream(
     wake = undefined;
     w?.();
   };
-  const drain = async (events: AsyncIterable<GraphStreamEvent>) => {
-    producers++;
-    try {
-      for await (const event of events) {
-        queue.push(event);
-        notify();
-      }
-    } catch (err) {
-      failure ??= err;
-    } finally {
-      producers--;
-      notify();
-    }
+  const push = (event: GraphStreamEvent) => {
+    queue.push(event);
+    notify();
   };
-  /** node-finished events of instances whose task's stream is still open, by instance. */
-  const finishing = new Map<string, GraphRunEvent>();
-  const streaming = new Set<string>();
-  async function* nodeEvents(taskId: string, instance: string): AsyncGenerator<GraphStreamEvent> {
+  /** Runs one producer; the reader ends once none is left. Its failure ends the reader (after what came before it). */
+  const produce = (work: Promise<void>): Promise<void> => {
+    producers++;
+    return work
+      .catch((err: unknown) => {
+        failure ??= err;
+      })
+      .finally(() => {
+        producers--;
+        notify();
+      });
+  };
+  const opened = new Set<string>();
+  /** When the stream of each instance's latest task (opened at its node-started) has ended. */
+  const streams = new Map<string, Promise<void>>();
+  const nodeStream = async (taskId: string, instance: string) => {
     const { node, branch } = parseInstance(instance);
-    try {
-      for await (const event of streamEvents(source(), taskId, { signal })) yield { ...event, node, instance, branch };
-    } finally {
-      streaming.delete(instance);
-    }
-    const finished = finishing.get(instance);
-    finishing.delete(instance);
-    if (finished) yield finished;
-  }
+    for await (const event of streamEvents(source(), taskId, { signal })) push({ ...event, node, instance, branch });
+  };
   let held: GraphRunEvent | undefined;
-  async function* announced(): AsyncGenerator<GraphStreamEvent> {
+  const announce = async () => {
     for await (const event of lifecycle) {
       // A run retried after it ended goes on: its earlier end is no longer the last word.
-      if (held) yield held;
+      if (held) push(held);
       held = undefined;
       if (event.type === "run-finished") {
         held = event;
         continue;
       }
+      if (event.type === "node-finished" && event.instance !== undefined) {
+        const ended = streams.get(event.instance);
+        streams.delete(event.instance);
+        await ended;
+      }
+      push(event);
       if (event.type === "node-started" && event.taskId !== undefined && event.instance !== undefined && !opened.has(event.taskId)) {
         opened.add(event.taskId);
-        streaming.add(event.instance);
-        void drain(nodeEvents(event.taskId, event.instance));
+        // Opened after its node-started is queued: none of its events can come before it.
+        streams.set(event.instance, produce(nodeStream(event.taskId, event.instance)));
       }
-      if (event.type === "node-finished" && event.instance !== undefined && streaming.has(event.instance)) {
-        finishing.set(event.instance, event);
-        continue;
-      }
-      yield event;
     }
-  }
+  };
   // A reader that stops early stops the lifecycle read too (within one blocking read).
   signal.addEventListener("abort", () => void lifecycle.return(undefined), { once: true });
-  void drain(announced());
+  void produce(announce());
   for (;;) {
     const next = queue.shift();
     if (next) {

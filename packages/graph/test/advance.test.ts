@@ -102,7 +102,8 @@ describe("advancing a run by a batch of ends", () => {
       },
       null,
     );
-    expect(await run.cancel("stop")).toBe("cancelled");
+    // The run's own step alone (cancelRun-5.lua): its open node is left as a running one would be, its end to come.
+    expect(await runs.cancel(run.runId, "stop", 60_000)).toMatchObject({ outcome: "cancelled", open: ["only@#1"], tries: [0] });
     // Nothing had written an output: the late end writes the run's outputs hash first.
     expect(await env.redis.exists(env.keys.runOutputs(run.runId))).toBe(0);
     const late = await runs.advance(run.runId, [ok("only@#1", { late: true })], 60_000);
@@ -110,6 +111,57 @@ describe("advancing a run by a batch of ends", () => {
     const ttl = await env.redis.pttl(env.keys.runOutputs(run.runId));
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(60_000);
+  });
+
+  it("finish-running: a failed branch is noted, the others go on; the run fails once nothing is open, every failure listed; retry resumes from them", async () => {
+    const graph = {
+      nodes: [
+        { id: "split", type: "none-split", fanOut: true, next: ["work"] },
+        { id: "work", type: "none-work", next: ["merge"] },
+        { id: "merge", type: "none-merge", unites: { id: "split", onBranchFailure: "finish-running" as const } },
+      ],
+    };
+    const run = await client.startGraph(graph, null);
+    await runs.advance(run.runId, [{ ...ok("split@#1", [1, 2, 3, 4]), width: 4 }], 60_000);
+    const failed = (i: number) => ({ instance: `work@${i}#1`, outcome: "ERRORED" as const, error: JSON.stringify({ message: `broke ${i}`, code: "X" }) });
+    const first = await runs.advance(run.runId, [failed(1), ok("work@0#1")], 60_000);
+    expect(first).toEqual({
+      status: "RUNNING",
+      endedRun: false,
+      replies: [
+        { reply: "ok", created: [] },
+        { reply: "ok", created: [] },
+      ],
+    });
+    expect(await runs.advance(run.runId, [failed(3)], 60_000)).toMatchObject({ status: "RUNNING" });
+    const last = await runs.advance(run.runId, [ok("work@2#1")], 60_000);
+    expect(last).toMatchObject({ status: "FAILED", endedRun: true, replies: [{ reply: "ok", created: [] }] });
+    expect((await runs.record(run.runId))?.error).toEqual({
+      message: "node work failed: broke 1 (and 1 more)",
+      code: "RUN_FAILED",
+      node: "work@1#1",
+      cause: { message: "broke 1", code: "X" },
+      failures: 2,
+      failed: ["work@1#1", "work@3#1"],
+    });
+    // The same graph fail-fast (the default): the first failure ends the run.
+    const fast = await client.startGraph({ nodes: graph.nodes.map((n) => (n.id === "merge" ? { ...n, unites: { id: "split" } } : n)) }, null);
+    await runs.advance(fast.runId, [{ ...ok("split@#1", [1, 2]), width: 2 }], 60_000);
+    expect(await runs.advance(fast.runId, [failed(1)], 60_000)).toMatchObject({ status: "FAILED", endedRun: true });
+
+    // retry: only the failed branches go again; their success completes the join.
+    const { instances } = await runs.retry(run.runId);
+    expect(instances.sort()).toEqual(["work@1#1", "work@3#1"]);
+    expect((await runs.record(run.runId))?.error).toBeUndefined();
+    const again = await runs.advance(
+      run.runId,
+      [
+        { ...ok("work@1#1"), try: 1 },
+        { ...ok("work@3#1"), try: 1 },
+      ],
+      60_000,
+    );
+    expect(again.replies.map((r) => r.created)).toEqual([[], ["merge@#1"]]);
   });
 
   it("a run that does not exist answers missing for every end", async () => {

@@ -1,3 +1,4 @@
+// @cluster: graph node processes killed at random: a run's nodes span slots
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { createKeys } from "@flotilla/core";

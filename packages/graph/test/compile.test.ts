@@ -137,3 +137,60 @@ describe("GraphBuilder", () => {
     ).toThrow(/names c/);
   });
 });
+
+describe("onBranchFailure: which failures fail the run at once, which once the run drains", () => {
+  const topo = (graph: GraphInput) => (JSON.parse(compileGraph(graph).topology) as { n: Record<string, { ff?: 1; fr?: 1 }> }).n;
+  const flags = (graph: GraphInput) => Object.fromEntries(Object.entries(topo(graph)).map(([id, t]) => [id, t.ff ? "ff" : t.fr ? "fr" : "-"]));
+
+  it("each join decides for the failures that reach it; fail-fast wins where a failure reaches both kinds; all-done takes failures in", () => {
+    const built = new GraphBuilder("nested")
+      .node("o", { type: "t", fanOut: true })
+      .node("i", { type: "t", fanOut: true })
+      .node("w", { type: "t" })
+      .node("s", { type: "t", unites: { id: "i", onBranchFailure: "finish-running" } })
+      .node("c", { type: "t", unites: { id: "o" } })
+      .edge("o", "i")
+      .edge("i", "w")
+      .edge("w", "s")
+      .edge("s", "c")
+      .build();
+    // w and i (inner branches) answer to s: finish-running; s (outer branches) to c: fail-fast.
+    expect(flags(built)).toEqual({ o: "ff", i: "fr", w: "fr", s: "ff", c: "ff" });
+    // A branch node that also reaches an end of its own fails the run at once whatever its join says.
+    expect(
+      flags({
+        nodes: [
+          { id: "f", type: "t", fanOut: true, next: ["w"] },
+          { id: "w", type: "t", next: ["j", "log"] },
+          { id: "log", type: "t" },
+          { id: "j", type: "t", unites: { id: "f", onBranchFailure: "finish-running" } },
+        ],
+      }),
+    ).toMatchObject({ w: "ff", log: "ff" });
+    expect(
+      flags({
+        nodes: [
+          { id: "f", type: "t", fanOut: true, next: ["w"] },
+          { id: "w", type: "t", next: ["j"] },
+          { id: "j", type: "t", unites: { id: "f", policy: "all-done" } },
+        ],
+      }),
+    ).toMatchObject({ f: "-", w: "-" });
+  });
+
+  it("the builder takes it in unites, typed", () => {
+    new GraphBuilder()
+      .node("f", { type: "t", fanOut: true })
+      // @ts-expect-error not a policy
+      .node("j", { type: "t", unites: { id: "f", onBranchFailure: "finish" } });
+    invalid(
+      {
+        nodes: [
+          { id: "f", type: "t", fanOut: true, next: ["j"] },
+          { id: "j", type: "t", unites: { id: "f", policy: "all-done", onBranchFailure: "finish-running" } },
+        ],
+      },
+      /node j: onBranchFailure is for an all-success join/,
+    );
+  });
+});

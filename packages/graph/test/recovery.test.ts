@@ -1,3 +1,4 @@
+// @cluster: no crash stops a run: sweeps across slots
 import { createKeys, type JsonValue } from "@flotilla/core";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { afterAll, describe, expect, it } from "vitest";

@@ -1,3 +1,4 @@
+// @cluster: run listing across slots
 import { ErrorCodes, type JsonValue } from "@flotilla/core";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
