@@ -9,15 +9,18 @@ export interface ConfirmButtonProps {
   onConfirm: () => void;
   disabled?: boolean;
   testId: string;
+  /** Styled as a destructive action (red). @default true */
+  danger?: boolean;
 }
 
-export function ConfirmButton({ label, question, onConfirm, disabled = false, testId }: ConfirmButtonProps) {
+export function ConfirmButton({ label, question, onConfirm, disabled = false, testId, danger = true }: ConfirmButtonProps) {
   const [asking, setAsking] = useState(false);
-  if (!asking) return html`<button class="danger" data-testid=${testId} disabled=${disabled} onClick=${() => setAsking(true)}>${label}</button>`;
+  const kind = danger ? "danger" : "";
+  if (!asking) return html`<button class=${kind} data-testid=${testId} disabled=${disabled} onClick=${() => setAsking(true)}>${label}</button>`;
   return html`<span class="confirm" data-testid=${`${testId}-confirm`}>
     ${question}
     <button
-      class="danger"
+      class=${kind}
       data-testid=${`${testId}-yes`}
       onClick=${() => {
         setAsking(false);

@@ -47,7 +47,9 @@ export function DeadLetters({ queue }: { queue: string | undefined }) {
     <${ErrorNote} error=${queues.error ?? letters.error} />
     ${
       requeued.length > 0
-        ? html`<ul class="ok" data-testid="requeued">${requeued.map(([id, r]) => html`<li key=${id}>${id} re-queued as <a href=${taskHref(r.taskId ?? "")} class="mono">${r.taskId}</a></li>`)}</ul>`
+        ? html`<ul class="ok" data-testid="requeued">
+            ${requeued.map(([id, r]) => html`<li key=${id}>Re-queued <a href=${taskHref(r.taskId ?? "")} class="mono">${r.taskId}</a>: it runs again.</li>`)}
+          </ul>`
         : null
     }
     ${

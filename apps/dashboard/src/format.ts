@@ -17,6 +17,15 @@ export function duration(ms: number | undefined): string {
 
 export const time = (ts: number | undefined): string => (ts ? new Date(ts).toLocaleTimeString() : "—");
 
+/** "in 4 min": how long until a time (ms), "now" once it passed. */
+export const until = (ts: number, now = Date.now()): string => (ts > now ? `in ${duration(ts - now)}` : "now");
+
+/** A delayed task's start: when a PENDING task's `runAt` is still ahead, "runs at 12:00:01 (in 4 min)"; else undefined. */
+export function delayedUntil(task: { status: string; runAt?: number }, now = Date.now()): string | undefined {
+  if (task.status !== "PENDING" || task.runAt === undefined || task.runAt <= now) return undefined;
+  return `runs at ${time(task.runAt)} (${until(task.runAt, now)})`;
+}
+
 export const json = (value: unknown): string => JSON.stringify(value, null, 2);
 
 /** The CSS class of a status badge. */

@@ -1,5 +1,6 @@
-// The fleet at a glance: every queue with its depth and throughput sparklines, the workers alive and
-// the alerts firing; reloaded when the live feed says a task or a worker changed.
+// The fleet at a glance: every queue with its depth and throughput sparklines (those live workers
+// serve and no one has submitted to yet as well), the workers alive and the alerts firing; reloaded
+// when the live feed says a task or a worker changed.
 import { html } from "htm/preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { get } from "./api.ts";
@@ -36,6 +37,36 @@ function record(queues: readonly QueueOverview[]): void {
   }
 }
 
+/** A queue row: the gateway's figures, or none yet (a queue live workers serve that no task was submitted to), and how many live workers serve it. */
+interface QueueRow {
+  queue: string;
+  figures: QueueOverview | undefined;
+  served: number;
+}
+
+/** Every queue with figures, and every queue a live worker serves: a worker's queue shows before its first task. */
+export function queueRows(queues: readonly QueueOverview[], workers: Workers | undefined): QueueRow[] {
+  const served = new Map<string, number>();
+  for (const w of workers?.workers ?? []) if (w.alive) for (const q of w.queues ?? []) served.set(q, (served.get(q) ?? 0) + 1);
+  const rows = new Map<string, QueueRow>(queues.map((q) => [q.queue, { queue: q.queue, figures: q, served: served.get(q.queue) ?? 0 }]));
+  for (const [queue, n] of served) if (!rows.has(queue)) rows.set(queue, { queue, figures: undefined, served: n });
+  return [...rows.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
+}
+
+/** The recent outcomes in words: "3 completed, 1 failed in 5 min" (the ones that happened), or "none in 5 min". */
+export function outcomesText(recent: QueueOverview["recent"]): string {
+  const parts = (
+    [
+      [recent.completed, "completed"],
+      [recent.failed, "failed"],
+      [recent.cancelled, "cancelled"],
+    ] as const
+  )
+    .filter(([n]) => n > 0)
+    .map(([n, what]) => `${n} ${what}`);
+  return `${parts.length > 0 ? parts.join(", ") : "none ended"} in the last ${duration(recent.windowMs)}`;
+}
+
 /** Where an alert fires: its queue, linked; "*" is a rule about the whole fleet (no_worker_alive), no queue to link to. */
 const alertWhere = (a: Alert) => (a.queue === "*" ? "the fleet" : html`<a href=${`#/queues/${encodeURIComponent(a.queue)}`}>${a.queue}</a>`);
 
@@ -63,11 +94,12 @@ export function Overview() {
     return () => clearInterval(timer);
   }, [loaded]);
   const firing = alerts.data?.firing ?? [];
+  const rows = queues.data ? queueRows(queues.data, workers.data) : undefined;
 
   return html`<section>
     <h1>Overview</h1>
     <div class="cards">
-      <div class="card" data-testid="card-queues"><div class="num">${queues.data?.length ?? "…"}</div><div>queues</div></div>
+      <div class="card" data-testid="card-queues"><div class="num">${rows?.length ?? "…"}</div><div>queues</div></div>
       <div class="card" data-testid="card-workers">
         <div class="num">${workers.data?.live ?? "…"}</div>
         <div>workers alive${workers.data && workers.data.dead > 0 ? html` <span class="muted">(${workers.data.dead} dead)</span>` : null}</div>
@@ -82,28 +114,37 @@ export function Overview() {
       <thead>
         <tr>
           <th>queue</th><th class="n">waiting</th><th>lanes (high/normal/low)</th><th class="n">in flight</th><th class="n">delayed</th>
-          <th class="n">dead</th><th class="n">oldest wait</th><th>depth</th><th>throughput (ended/min)</th>
+          <th class="n">dead</th><th class="n">oldest wait</th><th class="n">workers</th><th>depth</th><th>throughput (ended/min)</th>
         </tr>
       </thead>
       <tbody>
-        ${(queues.data ?? []).map((q) => {
-          const s = history.get(q.queue);
-          return html`<tr key=${q.queue} data-queue=${q.queue}>
-            <td><a href=${`#/queues/${encodeURIComponent(q.queue)}`}>${q.queue}</a></td>
+        ${(rows ?? []).map(({ queue, figures: q, served }) => {
+          const s = history.get(queue);
+          const link = html`<a href=${`#/queues/${encodeURIComponent(queue)}`}>${queue}</a>`;
+          if (!q)
+            return html`<tr key=${queue} data-queue=${queue} data-served-only>
+              <td>${link}</td>
+              <td class="n">0</td><td>0 / 0 / 0</td><td class="n">0</td><td class="n">0</td><td class="n">0</td><td class="n">—</td>
+              <td class="n">${served}</td>
+              <td colspan="2" class="muted small">served, nothing submitted yet</td>
+            </tr>`;
+          return html`<tr key=${queue} data-queue=${queue}>
+            <td>${link}</td>
             <td class="n">${q.waiting}</td>
             <td>${q.lanes.high ?? 0} / ${q.lanes.normal ?? 0} / ${q.lanes.low ?? 0}</td>
             <td class="n">${q.inFlight}</td>
             <td class="n">${q.delayed}</td>
-            <td class="n">${q.dead > 0 ? html`<a href=${`#/dead-letters/${encodeURIComponent(q.queue)}`} class="bad">${q.dead}</a>` : 0}</td>
+            <td class="n">${q.dead > 0 ? html`<a href=${`#/dead-letters/${encodeURIComponent(queue)}`} class="bad">${q.dead}</a>` : 0}</td>
             <td class="n">${q.oldestWaitMs > 0 ? duration(q.oldestWaitMs) : "—"}</td>
-            <td><${Sparkline} values=${s?.depth ?? []} label=${`${q.queue} depth`} /></td>
+            <td class=${`n ${served === 0 && q.waiting > 0 ? "bad" : ""}`} title=${served === 0 ? "No live worker serves this queue" : ""}>${served}</td>
+            <td><${Sparkline} values=${s?.depth ?? []} label=${`${queue} depth`} /></td>
             <td>
-              <${Sparkline} values=${s?.throughput ?? []} label=${`${q.queue} throughput`} />
-              <span class="muted small"> ${q.recent.completed}✓ ${q.recent.failed}✗ ${q.recent.cancelled}⊘ / ${duration(q.recent.windowMs)}</span>
+              <${Sparkline} values=${s?.throughput ?? []} label=${`${queue} throughput`} />
+              <span class="muted small" data-testid="outcomes"> ${outcomesText(q.recent)}</span>
             </td>
           </tr>`;
         })}
-        ${queues.data?.length === 0 ? html`<tr><td colspan="9" class="muted">No queue yet: submit a task.</td></tr>` : null}
+        ${rows?.length === 0 ? html`<tr><td colspan="10" class="muted">No queue yet: start a worker, or submit a task.</td></tr>` : null}
       </tbody>
     </table>
 

@@ -21,8 +21,10 @@ export function runTopology(run: RunDetail): Topology {
 export function nodeState(instances: readonly RunNode[]): { status: string; counts: Array<[status: string, count: number]> } {
   const counts = new Map<string, number>();
   for (const i of instances) counts.set(i.status, (counts.get(i.status) ?? 0) + 1);
-  // Work under way first, then what went wrong, then what is done.
+  // Work under way first (a node stopping after its run ended, CANCELLING, is still under way), then what went wrong, then what is done.
   const status =
-    ["RUNNING", "QUEUED", "CREATED", "ERRORED", "CANCELLED", "EXECUTED", "SKIPPED"].find((s) => counts.has(s)) ?? [...counts.keys()][0] ?? "UNREACHED";
+    ["RUNNING", "CANCELLING", "QUEUED", "CREATED", "ERRORED", "CANCELLED", "EXECUTED", "SKIPPED"].find((s) => counts.has(s)) ??
+    [...counts.keys()][0] ??
+    "UNREACHED";
   return { status, counts: [...counts] };
 }

@@ -1,18 +1,27 @@
 // Graph runs: the list (newest first), reloaded when the live feed says a run started or finished;
 // and one run drawn as its graph, with its node instances' states, tasks, outputs and errors,
-// reloaded when one of its node tasks changes.
+// reloaded when one of its node tasks changes; Cancel (a running run) and Retry (a FAILED or
+// CANCELLED one), each asked once more before it is sent.
 import { html } from "htm/preact";
 import { useState } from "preact/hooks";
-import { get } from "./api.ts";
+import { get, post } from "./api.ts";
+import { ConfirmButton } from "./confirm-button.ts";
 import { ago, duration, json } from "./format.ts";
 import { usePoll } from "./hooks.ts";
 import { RunGraph } from "./run-graph.ts";
 import { runTopology } from "./run-topology.ts";
-import type { LiveEvent, RunDetail, RunSummary } from "./types.ts";
+import type { LiveEvent, RunCancelOutcome, RunDetail, RunRetried, RunSummary } from "./types.ts";
 import { ErrorNote, Status, TaskLink } from "./ui.ts";
 
 /** A node task's name starts with its run's id (`<queue>/<runId>:<node>:<branch>:<n>`). */
 const ofRun = (runId: string, e: LiveEvent): boolean => ("taskId" in e && e.taskId.includes(`/${runId}:`)) || (e.type === "run.finished" && e.runId === runId);
+
+/** What a run's cancel did, in words (`POST /v1/runs/{runId}/cancel` answers `cancelled` or `finished`). */
+const CANCEL_OUTCOME: Record<RunCancelOutcome["outcome"], (status: string) => string> = {
+  cancelled: () => "Cancelled: no node starts any more; running nodes are being stopped (CANCELLING until their workers record it)",
+  finished: (status) => `Not cancelled: it had ended already (${status})`,
+};
+const retryable = (status: string): boolean => status === "FAILED" || status === "CANCELLED";
 
 export function Runs() {
   const [cursors, setCursors] = useState<string[]>([]);
@@ -57,15 +66,53 @@ export function RunPage({ runId }: { runId: string }) {
   const [selected, setSelected] = useState<string | undefined>(undefined);
   const topology = r ? runTopology(r) : undefined;
   const shown = (r?.nodes ?? []).filter((n) => selected === undefined || n.node === selected);
+  const [action, setAction] = useState<{ ok: boolean; text: string } | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+  const act = async (what: "cancel" | "retry") => {
+    setBusy(true);
+    setAction(undefined);
+    const path = `/v1/runs/${encodeURIComponent(runId)}/${what}`;
+    try {
+      if (what === "cancel") {
+        const res = await post<RunCancelOutcome>(path, { reason: "cancelled from the dashboard" });
+        setAction({ ok: true, text: CANCEL_OUTCOME[res.outcome](res.status) });
+      } else {
+        await post<RunRetried>(path);
+        setAction({ ok: true, text: "Retried: its failed, cancelled and unfinished nodes run again; the rest keep their outputs" });
+      }
+    } catch (err) {
+      setAction({ ok: false, text: `${what} failed: ${(err as Error).message}` });
+    } finally {
+      setBusy(false);
+      run.refresh();
+    }
+  };
   return html`<section>
     <h1>Run <span class="mono">${runId}</span></h1>
     <${ErrorNote} error=${run.error} />
     ${
       r && topology
         ? html`<div class="toolbar">
-              <${Status} status=${r.status} />
+              <${Status} status=${r.status} testId="run-status" />
               <span class="muted">graph <b>${r.graph}</b> · started ${ago(r.createdAt)}${r.endedAt ? ` · took ${duration(r.endedAt - r.createdAt)}` : ""}</span>
+              <span class="spacer"></span>
+              <${ConfirmButton}
+                testId="cancel-run"
+                label="Cancel"
+                question="Cancel this run? No node starts any more; running nodes are stopped."
+                disabled=${busy || r.status !== "RUNNING"}
+                onConfirm=${() => act("cancel")}
+              />
+              <${ConfirmButton}
+                testId="retry-run"
+                label="Retry"
+                danger=${false}
+                question="Retry this run? Its failed, cancelled and unfinished nodes run again."
+                disabled=${busy || !retryable(r.status)}
+                onConfirm=${() => act("retry")}
+              />
             </div>
+            ${action ? html`<p class=${action.ok ? "ok" : "error"} data-testid="action-result">${action.text}</p>` : null}
             ${r.error ? html`<p class="error">${r.error.code}: ${r.error.message}${r.error.node ? ` (node ${r.error.node})` : ""}</p>` : null}
             <div class="graph-wrap"><${RunGraph} topology=${topology} instances=${r.nodes} selected=${selected} onSelect=${setSelected} /></div>
             <h2>${selected ? html`Instances of <span class="mono">${selected}</span> <button class="small" onClick=${() => setSelected(undefined)}>all nodes</button>` : "Node instances"}</h2>

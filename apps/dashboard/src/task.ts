@@ -3,11 +3,18 @@
 import { html } from "htm/preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { get, post, streamTaskEvents, taskPath } from "./api.ts";
-import { duration, json, time } from "./format.ts";
+import { delayedUntil, duration, json, time } from "./format.ts";
 import { usePoll } from "./hooks.ts";
 import { isTerminal, type Task, type TaskEvent } from "./types.ts";
 import { ErrorNote, Status } from "./ui.ts";
 import { WaitingPanel } from "./waiting.ts";
+
+/** What a cancel did, in words (`POST /v1/tasks/{id}/cancel` answers `cancelled`, `requested` or `finished`). */
+const CANCEL_OUTCOME: Record<string, string> = {
+  cancelled: "Cancelled: it was waiting and will never run",
+  requested: "Cancel requested: its worker is stopping it",
+  finished: "Not cancelled: it had ended already",
+};
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -89,10 +96,11 @@ export function TaskPage({ taskId }: { taskId: string }) {
   }, [statusCount, refresh]);
 
   const textRef = useRef<HTMLPreElement>(null);
-  const latestAttempt = Math.max(0, ...events.map((e) => e.attempt ?? 0));
+  const latestAttempt = Math.max(0, ...events.map((e) => e.attempt));
   const text = events
-    .filter((e) => e.type === "text" && (e.attempt ?? 0) === latestAttempt)
-    .map((e) => e.delta ?? "")
+    .filter((e) => e.type === "text")
+    .filter((e) => e.attempt === latestAttempt)
+    .map((e) => e.delta)
     .join("");
   useEffect(() => {
     const el = textRef.current;
@@ -108,7 +116,7 @@ export function TaskPage({ taskId }: { taskId: string }) {
         taskPath(taskId, `/${what}`),
         what === "cancel" ? { reason: "cancelled from the dashboard" } : undefined,
       );
-      setAction({ ok: true, text: what === "cancel" ? `Cancel: ${res.outcome}` : "Re-queued" });
+      setAction({ ok: true, text: what === "cancel" ? (CANCEL_OUTCOME[res.outcome ?? ""] ?? `Cancel: ${res.outcome}`) : "Re-queued: it runs again" });
     } catch (err) {
       setAction({ ok: false, text: `${what} failed: ${(err as Error).message}` });
     } finally {
@@ -122,6 +130,8 @@ export function TaskPage({ taskId }: { taskId: string }) {
   const errors = events.filter((e) => e.type === "error");
   const usage = events.findLast((e) => e.type === "usage") as (TaskEvent & { totalTokens?: number; inputTokens?: number; outputTokens?: number }) | undefined;
   const resultText = t?.result && typeof t.result === "object" && "text" in t.result ? String((t.result as { text: unknown }).text) : undefined;
+  // The result's text is what streamed above, most of the time: then it is not shown twice.
+  const resultShown = resultText !== undefined && resultText !== text;
 
   return html`<section>
     <h1>Task <span class="mono">${taskId}</span></h1>
@@ -129,8 +139,8 @@ export function TaskPage({ taskId }: { taskId: string }) {
     ${
       t
         ? html`<div class="toolbar">
-            <${Status} status=${t.status} />
-            <span data-testid="task-status" data-status=${t.status}>${t.status}</span>
+            <${Status} status=${t.status} testId="task-status" />
+            ${delayedUntil(t) ? html`<span class="muted" data-testid="run-at">${delayedUntil(t)}</span>` : null}
             <span class="muted">agent <b>${t.agent}</b> · queue <a href=${`#/queues/${encodeURIComponent(t.queue)}`}>${t.queue}</a> · attempt ${t.attempt} · ${t.priority}</span>
             <span class="spacer"></span>
             <button data-testid="cancel" class="danger" disabled=${busy || isTerminal(t.status)} onClick=${() => act("cancel")}>Cancel</button>
@@ -168,8 +178,8 @@ export function TaskPage({ taskId }: { taskId: string }) {
         ${
           t?.status === "COMPLETED"
             ? html`<h3>Result</h3>
-              ${resultText !== undefined ? html`<p class="result" data-testid="result-text">${resultText}</p>` : null}
-              <details><summary>JSON</summary><pre>${json(t.result)}</pre></details>`
+              ${resultShown ? html`<p class="result" data-testid="result-text">${resultText}</p>` : null}
+              <details data-testid="result-json"><summary>${resultText !== undefined && !resultShown ? "The output above, as JSON" : "JSON"}</summary><pre>${json(t.result)}</pre></details>`
             : null
         }
         ${t?.error ? html`<h3>Error</h3><p class="error" data-testid="task-error"><b>${t.error.code}</b> ${t.error.message}</p>` : null}

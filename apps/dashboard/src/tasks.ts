@@ -3,13 +3,19 @@
 import { html } from "htm/preact";
 import { useState } from "preact/hooks";
 import { get } from "./api.ts";
-import { ago, duration } from "./format.ts";
+import { ago, delayedUntil, duration } from "./format.ts";
 import { usePoll } from "./hooks.ts";
 import { navigate } from "./router.ts";
 import { TASK_STATUSES, type Task } from "./types.ts";
 import { ErrorNote, Status, TaskLink } from "./ui.ts";
 
 const PAGE = 25;
+
+/** A delayed task's start beside its PENDING, so it does not read as stuck. */
+const delayedOf = (t: Task) => {
+  const text = delayedUntil(t);
+  return text ? html` <span class="muted small" data-testid="run-at">${text}</span>` : null;
+};
 
 export function Tasks({ queue, status }: { queue: string | undefined; status: string | undefined }) {
   // Cursors of the pages before this one (for Previous), and this page's.
@@ -52,7 +58,7 @@ export function Tasks({ queue, status }: { queue: string | undefined; status: st
         ${(page.data?.tasks ?? []).map(
           (t) => html`<tr key=${t.taskId} data-task=${t.taskId}>
             <td><${TaskLink} taskId=${t.taskId} /></td>
-            <td><${Status} status=${t.status} /></td>
+            <td><${Status} status=${t.status} />${delayedOf(t)}</td>
             <td>${t.agent}</td>
             <td class="n">${t.attempt}</td>
             <td>${ago(t.createdAt)}</td>

@@ -8,8 +8,8 @@ export function ErrorNote({ error }: { error: Error | undefined }) {
   return html`<p class="error" role="alert">${code}${error.message}</p>`;
 }
 
-export function Status({ status }: { status: string }) {
-  return html`<span class=${statusClass(status)} data-status=${status}>${status}</span>`;
+export function Status({ status, testId }: { status: string; testId?: string }) {
+  return html`<span class=${statusClass(status)} data-status=${status} data-testid=${testId}>${status}</span>`;
 }
 
 export const taskHref = (taskId: string): string => `#/task/${encodeURIComponent(taskId)}`;

@@ -67,7 +67,7 @@ describe("dashboard", () => {
     await page.context().close();
   });
 
-  it("shows a running task's text as it is generated, token by token, then its result", async () => {
+  it("shows a running task's text as it is generated, token by token, then its result (not the same text twice)", async () => {
     await env.worker({ queues: ["dash-live"] });
     const reply = Array.from({ length: 100 }, (_, i) => `token${i}`).join(" ");
     const taskId = await env.submit(scripted("writer", { reply, tokenDelayMs: 30, toolCalls: [{ name: "lookup", args: { q: "flotilla" } }] }), "write", {
@@ -98,7 +98,9 @@ describe("dashboard", () => {
     }
     expect(lengths.size).toBeGreaterThanOrEqual(3);
     await expect.poll(() => text(page, "live-text")).toBe(reply);
-    await expect.poll(() => text(page, "result-text")).toBe(reply);
+    // Its result's text is what streamed: shown once, the result itself as JSON.
+    await page.getByTestId("result-json").waitFor();
+    expect(await page.getByTestId("result-text").count()).toBe(0);
     expect(await text(page, "timeline")).toMatch(/RUNNING[\s\S]*COMPLETED/);
     expect(await text(page, "tools")).toContain("lookup");
     expect(await page.getByTestId("cancel").isDisabled()).toBe(true);
@@ -114,7 +116,8 @@ describe("dashboard", () => {
     await expect.poll(async () => (await text(page, "live-text")).length).toBeGreaterThan(20);
     await page.getByTestId("cancel").click();
     await expect.poll(() => page.getByTestId("task-status").getAttribute("data-status"), { timeout: 15_000 }).toBe("CANCELLED");
-    expect(await text(page, "action-result")).toMatch(/Cancel: (requested|cancelled)/);
+    // In words, not the API's raw outcome.
+    expect(await text(page, "action-result")).toMatch(/^(Cancel requested: its worker is stopping it|Cancelled: it was waiting and will never run)$/);
     await expect.poll(() => text(page, "timeline")).toContain("CANCELLED");
     // The page stopped before the whole reply: the worker really aborted it.
     expect((await text(page, "live-text")).length).toBeLessThan(reply.length);
@@ -141,6 +144,8 @@ describe("dashboard", () => {
     await shot(page, "dead-letters");
     await row.getByTestId("requeue").click();
     await expect.poll(() => text(page, "requeued")).toContain(taskId);
+    // The task, not the dead letter's stream id.
+    expect(await text(page, "requeued")).toBe(`Re-queued ${taskId}: it runs again.`);
     await expect.poll(() => page.getByTestId("dl-empty").count()).toBe(1);
 
     // Its page: it ran again and completed.

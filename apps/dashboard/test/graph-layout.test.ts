@@ -66,7 +66,7 @@ describe("layoutGraph", () => {
   });
 });
 
-const node = (instance: string, status = "EXECUTED"): RunNode => {
+const node = (instance: string, status: RunNode["status"] = "EXECUTED"): RunNode => {
   const [id, rest] = instance.split("@") as [string, string];
   const [branch] = rest.split("#") as [string];
   return { node: id, branch: branch ? branch.split(".").map(Number) : [], n: 1, instance, status, taskId: `q/${instance}` };
@@ -91,6 +91,8 @@ describe("runTopology / nodeState", () => {
     expect(nodeState([node("w@0#1", "EXECUTED"), node("w@1#1", "RUNNING")]).status).toBe("RUNNING");
     expect(nodeState([node("w@0#1", "EXECUTED"), node("w@1#1", "ERRORED")]).status).toBe("ERRORED");
     expect(nodeState([node("w@0#1", "SKIPPED")]).status).toBe("SKIPPED");
+    // A branch still stopping after its run was cancelled is under way: before the ones already CANCELLED or ERRORED.
+    expect(nodeState([node("w@0#1", "CANCELLED"), node("w@1#1", "ERRORED"), node("w@2#1", "CANCELLING")]).status).toBe("CANCELLING");
     expect(nodeState([]).status).toBe("UNREACHED");
   });
 });

@@ -2,6 +2,7 @@
 // test, a task submitted through the API appears in the tasks list and reaches COMPLETED, and a
 // worker joining and leaving shows on the workers page, each within seconds; a burst of events is a
 // few reloads; the feed comes back after its gateway restarts, and the indicator says so.
+// @single: a browser on the gateway; the gateway's feed runs on the cluster in apps/gateway/test/live.test.ts
 import { createGateway } from "@flotilla/gateway";
 import { scripted } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";

@@ -1,7 +1,8 @@
 // A graph run's page in a real Chromium: the runs list follows runs starting and finishing on the
 // live feed, and a run is drawn as its graph: an SVG box per node (a fan-out's instances counted on
 // it) and its edges, from the graph the run was started with (the run's answer carries it), the
-// nodes not reached yet too.
+// nodes not reached yet too. Its page cancels a running run and retries a CANCELLED one, each after a
+// confirmation, and shows a node still stopping after its run ended as CANCELLING.
 import { join } from "node:path";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import type { Page } from "playwright-core";
@@ -101,6 +102,43 @@ describe("dashboard graph runs", () => {
         ["D", "UNREACHED", 0],
       ]);
     expect(await edgesOf(page)).toEqual(["A>B", "A>C", "B>D", "C>D"]);
+    await page.context().close();
+  });
+
+  it("cancels a running run after a confirmation (a node still stopping reads CANCELLING), then retries it", async () => {
+    // No worker serves this type: its node waits, QUEUED.
+    const graph = { name: "dash-control", nodes: [{ id: "hold", type: "dash-control-nobody" }] };
+    const started = await dash.api("/v1/runs", { method: "POST", body: JSON.stringify({ graph, input: "go" }) });
+    const { runId } = (await started.json()) as { runId: string };
+    const runOf = async () => (await (await dash.api(`/v1/runs/${runId}`)).json()) as { status: string; nodes: Array<{ status: string; taskId: string }> };
+    // Its task reads RUNNING, as a worker's that is slow to stop would: at the cancel its end is not recorded.
+    await env.redis.hset(env.keys.task((await runOf()).nodes[0]!.taskId), "status", "RUNNING", "attempt", 1);
+    const page = await dash.open(`#/runs/${runId}`);
+    const runStatus = () => page.locator('[data-testid="run-status"]').getAttribute("data-status");
+    await expect.poll(runStatus, { timeout: 10_000 }).toBe("RUNNING");
+    expect(await page.locator('[data-testid="retry-run"]').isDisabled()).toBe(true);
+
+    // Cancel asks first: "No" leaves the run as it is.
+    await page.locator('[data-testid="cancel-run"]').click();
+    await page.locator('[data-testid="cancel-run-no"]').click();
+    expect((await runOf()).status).toBe("RUNNING");
+    await page.locator('[data-testid="cancel-run"]').click();
+    expect(await page.locator('[data-testid="cancel-run-confirm"]').textContent()).toContain("Cancel this run?");
+    await page.locator('[data-testid="cancel-run-yes"]').click();
+    await expect.poll(() => page.locator('[data-testid="action-result"]').textContent(), { timeout: 10_000 }).toContain("Cancelled");
+    await expect.poll(runStatus, { timeout: 10_000 }).toBe("CANCELLED");
+    expect((await runOf()).status).toBe("CANCELLED");
+    // Its node was running: CANCELLING on the graph and on its card, until its worker records its end.
+    await expect.poll(() => nodesOf(page), { timeout: 10_000 }).toEqual([["hold", "CANCELLING", 1]]);
+    expect(await page.locator('[data-testid="nodes"] [data-node="hold"]').getAttribute("data-status")).toBe("CANCELLING");
+    expect(await page.locator('[data-testid="cancel-run"]').isDisabled()).toBe(true);
+    await page.screenshot({ path: join(screenshotDir(), "graph-run-cancelled.png"), fullPage: true });
+
+    await page.locator('[data-testid="retry-run"]').click();
+    await page.locator('[data-testid="retry-run-yes"]').click();
+    await expect.poll(() => page.locator('[data-testid="action-result"]').textContent(), { timeout: 10_000 }).toContain("Retried");
+    await expect.poll(runStatus, { timeout: 10_000 }).toBe("RUNNING");
+    expect((await runOf()).status).toBe("RUNNING");
     await page.context().close();
   });
 });

@@ -2,6 +2,7 @@
 // of a topic and a real Redis: the topics with each subscription's progress, a topic's newest events,
 // a dead letter appearing on its subscription's page, republished (the fixed handler takes it) and,
 // after two more, purged once the page asked.
+// @single: a browser on the gateway; the bus over HTTP runs on the cluster in apps/gateway/test/topics.test.ts
 import { join } from "node:path";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import type { Page } from "playwright-core";

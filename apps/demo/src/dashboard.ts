@@ -1,20 +1,24 @@
 #!/usr/bin/env node
 // `npm run dashboard`: the live dashboard on a fleet with something to watch. Starts a throwaway
 // Redis if none answers, a worker process, the gateway serving the dashboard, and a trickle of
-// agent runs (one streams slowly, one calls a tool, one fails into the dead letters); prints the URL
-// and opens it when it can. Ctrl-C (or SIGTERM) stops it all and removes its keys.
+// work: agent runs (one streams slowly, one calls a tool, one fails into the dead letters), a graph
+// run (a fan-out of three) and orders published to a topic two subscriptions follow (one refuses
+// every fifth into its dead letters), so every page has something on it; prints the URL and opens
+// it when it can. Ctrl-C (or SIGTERM) stops it all and removes its keys.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";
+import { Bus } from "@flotilla/bus";
 import { FlotillaClient } from "@flotilla/client";
 import { createGateway } from "@flotilla/gateway";
 import { purgePrefix, startRedisServer } from "@flotilla/testing";
 import { Redis } from "ioredis";
 import { answers } from "./redis-server.ts";
+import { ORDERS_TOPIC, REPORT_GRAPH } from "./sample-work.ts";
 import { stopChild, Teardown } from "./teardown.ts";
-import { spawnWorker } from "./worker-process.ts";
+import { demoModule, spawnWorker } from "./worker-process.ts";
 
 const dashboardDir = fileURLToPath(new URL("../../dashboard/dist", import.meta.url));
 const port = Number(process.env.FLOTILLA_GATEWAY_PORT ?? 8080);
@@ -64,7 +68,8 @@ async function main(): Promise<void> {
     await purgePrefix(admin, prefix);
     admin.disconnect();
   });
-  const { child, started } = spawnWorker(url, prefix, "dashboard-worker");
+  // It also serves the sample graph's node types and the topic's subscriptions.
+  const { child, started } = spawnWorker(url, prefix, "dashboard-worker", { FLOTILLA_MODULE: demoModule("sample-fleet") });
   teardown.add(() => stopChild(child, 10_000));
   await started;
   const gateway = createGateway({ redis: url, prefix, port, dashboardDir });
@@ -72,6 +77,8 @@ async function main(): Promise<void> {
   const address = await gateway.start();
   const client = new FlotillaClient({ redis: url, prefix });
   teardown.add(() => client.close());
+  const bus = new Bus({ redis: url, prefix, source: "sample-shop" });
+  teardown.add(() => bus.close());
 
   say(`Flotilla dashboard: ${address.url}/  (redis ${url}, prefix ${prefix}; Ctrl-C stops it and removes its keys)`);
   if (!process.env.CI) open(`${address.url}/`);
@@ -84,6 +91,10 @@ async function main(): Promise<void> {
   every(8_000, () => client.submit(agents.writer, "Tell me about Flotilla", { detailed: true }));
   every(5_000, () => client.submit(agents.researcher, "Weather in Lisbon?", { detailed: true }));
   every(20_000, () => client.submit(agents.flaky, "Try this"));
+  // A graph run every 30 s, an order every 4 s.
+  every(30_000, () => client.startGraph(REPORT_GRAPH, { topic: "Flotilla" }));
+  let order = 0;
+  every(4_000, () => bus.publish(ORDERS_TOPIC, { order: ++order, total: 10 + ((order * 7) % 90) }, { correlationId: `order-${order}` }));
   await new Promise<never>(() => {});
 }
 

@@ -10,6 +10,7 @@ import { purgePrefix, startRedisServer } from "@flotilla/testing";
 import { Redis } from "ioredis";
 import { answers } from "./redis-server.ts";
 import { stopChild, Teardown } from "./teardown.ts";
+import { CANCEL_OUTCOME, clip } from "./words.ts";
 import { spawnWorker } from "./worker-process.ts";
 
 const tty = process.stdout.isTTY;
@@ -108,7 +109,7 @@ async function main(): Promise<void> {
     for await (const event of doomed.stream()) {
       if (event.type === "text") {
         const outcome = await doomed.cancel("the demo cancels the marathon");
-        say(`Cancelled ${bold("marathon")} while it ran: ${outcome.outcome}`);
+        say(`Cancelled ${bold("marathon")} while it ran: ${CANCEL_OUTCOME[outcome.outcome]}`);
         break;
       }
     }
@@ -129,10 +130,11 @@ async function main(): Promise<void> {
     for (const [i, [label, handle]] of handles.entries()) {
       const s = await handle.status();
       const outcome = settled[i]!;
+      // What it answered, or why it did not: the task's own error (its code and message), not the exception's long message.
       const detail =
         outcome.status === "fulfilled"
-          ? JSON.stringify((outcome.value as { text?: string }).text ?? outcome.value).slice(0, 48)
-          : (outcome.reason as Error).message.slice(0, 60);
+          ? `"${clip((outcome.value as { text?: string }).text ?? JSON.stringify(outcome.value), 58)}"`
+          : clip(s.error ? `${s.error.code}: ${s.error.message}` : (outcome.reason as Error).message, 60);
       say(
         `  ${label.padEnd(11)} ${s.status.padEnd(10)} ${String(s.workerId ?? "-").padEnd(9)} wait ${String(s.waitMs ?? "-").padStart(4)} ms  run ${String(s.durationMs ?? "-").padStart(5)} ms  ${dim(detail)}`,
       );

@@ -6,7 +6,8 @@ import { fileURLToPath } from "node:url";
 const fromSource = import.meta.url.endsWith(".ts");
 const ext = fromSource ? "ts" : "js";
 const workerMain = fileURLToPath(new URL(`../../worker/${fromSource ? "src" : "dist"}/main.${ext}`, import.meta.url));
-const toolsModule = fileURLToPath(new URL(`./tools.${ext}`, import.meta.url));
+/** A module of this folder, as the worker loads it (`--module`): its source when run from source, its build otherwise. */
+export const demoModule = (name: string): string => fileURLToPath(new URL(`./${name}.${ext}`, import.meta.url));
 
 /** Starts the worker process; `started` resolves once it is spawned, and rejects if it exits first. */
 export function spawnWorker(
@@ -24,7 +25,7 @@ export function spawnWorker(
       ...process.env,
       REDIS_URL: url,
       FLOTILLA_PREFIX: prefix,
-      FLOTILLA_MODULE: toolsModule,
+      FLOTILLA_MODULE: demoModule("tools"),
       FLOTILLA_CONCURRENCY: "3",
       FLOTILLA_WORKER_ID: name,
       FLOTILLA_LOG_LEVEL: "warn",

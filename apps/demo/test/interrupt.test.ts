@@ -1,6 +1,7 @@
 // Ctrl-C in the middle of `npm run demo`: the terminal sends SIGINT to the whole foreground process
 // group. The demo must stop its worker processes (none left running) and remove its keys (none left
 // behind, with or without a TTL), then exit 130 like any interrupted command.
+// @single: the demo's own admin connection is a plain one
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { FlotillaClient } from "@flotilla/client";

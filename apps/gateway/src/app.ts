@@ -1,21 +1,23 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { ErrorCodes, ValidationError, type ValidationIssue } from "@flotilla/core";
+import { ValidationError, type ValidationIssue } from "@flotilla/core";
 import { serveStatic } from "@hono/node-server/serve-static";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { matchedRoutes } from "hono/route";
 import { authenticate } from "./auth.ts";
+import { bodyLimit } from "./body-limit.ts";
 import type { GatewayApp, GatewayDeps, GatewayEnv } from "./context.ts";
 import { errorResponse, GatewayError, GatewayErrorCodes } from "./errors.ts";
+import { FleetEventSchema, TaskEventSchema } from "./event-schemas.ts";
 import { registerDeadLetterRoutes } from "./routes/dead-letters.ts";
 import { registerEventRoutes } from "./routes/events.ts";
 import { registerFleetRoutes } from "./routes/fleet.ts";
 import { registerGraphAndTopicRoutes } from "./routes/graphs-and-topics.ts";
 import { registerLiveRoutes } from "./routes/live.ts";
 import { registerOpsRoutes } from "./routes/ops.ts";
+import { registerRunControlRoutes } from "./routes/run-control.ts";
 import { registerTaskRoutes } from "./routes/tasks.ts";
 import { registerTopicDeadLetterRoutes } from "./routes/topic-dead-letters.ts";
 import { registerTopicRoutes } from "./routes/topics.ts";
@@ -55,16 +57,11 @@ export function buildApp(deps: GatewayDeps): GatewayApp {
     );
   }
   app.use("/v1/*", authenticate(deps.tokens));
-  app.use(
-    "/v1/*",
-    bodyLimit({
-      maxSize: options.bodyLimitBytes,
-      onError: () => {
-        throw new GatewayError(ErrorCodes.PAYLOAD_TOO_LARGE, `the request body is over ${options.bodyLimitBytes} bytes`);
-      },
-    }),
-  );
+  app.use("/v1/*", bodyLimit(options.bodyLimitBytes));
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+  // No route's body is these (an event stream is text): each message's data is one of them.
+  app.openAPIRegistry.register("TaskEvent", TaskEventSchema);
+  app.openAPIRegistry.register("FleetEvent", FleetEventSchema);
 
   registerTaskRoutes(app, deps);
   registerEventRoutes(app, deps);
@@ -72,13 +69,14 @@ export function buildApp(deps: GatewayDeps): GatewayApp {
   registerLiveRoutes(app, deps);
   registerDeadLetterRoutes(app, deps);
   registerGraphAndTopicRoutes(app, deps);
+  registerRunControlRoutes(app, deps);
   registerTopicRoutes(app, deps);
   registerTopicDeadLetterRoutes(app, deps);
   registerOpsRoutes(app, deps);
   if (options.dashboardDir !== undefined) serveDashboard(app, options.dashboardDir);
 
   app.notFound((c) => {
-    const { status, body } = errorResponse(new GatewayError(GatewayErrorCodes.NOT_FOUND, `no route ${c.req.method} ${c.req.path}`));
+    const { status, body } = errorResponse(new GatewayError(GatewayErrorCodes.NOT_FOUND, `no route ${c.req.method} ${c.req.path}${slashHint(c.req.path)}`));
     return c.json(body, status);
   });
   app.onError((err, c) => {
@@ -99,6 +97,16 @@ function serveDashboard(app: GatewayApp, dir: string): void {
     throw ValidationError.of("gateway options", "dashboardDir", `${root} does not exist: build the dashboard first (pnpm --filter @flotilla/dashboard build)`);
   const files = serveStatic<GatewayEnv>({ root });
   app.get("*", (c, next) => (c.req.path === "/v1" || c.req.path.startsWith("/v1/") ? next() : files(c, next)));
+}
+
+/**
+ * A task id's slash sent as is (`/v1/tasks/default/x`) reaches no route: the answer says how to send
+ * it, with the path as it should be.
+ */
+function slashHint(path: string): string {
+  const [queue, name, ...rest] = path.startsWith("/v1/tasks/") ? path.slice("/v1/tasks/".length).split("/") : [];
+  if (!queue || !name) return "";
+  return `: a task id's "/" is sent as %2F (${["/v1/tasks", `${queue}%2F${name}`, ...rest].join("/")})`;
 }
 
 /** The route pattern that answered (`/v1/tasks/:id`), never the raw path: ids must not become metric series. */

@@ -10,7 +10,8 @@ async function main(): Promise<number> {
   try {
     config = loadConfig(process.argv.slice(2), process.env);
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n\n${USAGE}`);
+    // The reason alone, on the last line: printed above the usage, it scrolled out of sight.
+    process.stderr.write(`flotilla-gateway: ${(err as Error).message} (flotilla-gateway --help lists every setting)\n`);
     return 2;
   }
   if (config === "help") {

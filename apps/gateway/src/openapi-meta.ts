@@ -4,6 +4,8 @@ interface Metadata {
   description?: string;
   example?: unknown;
   param?: { name: string; in: "path" | "query" | "header" };
+  /** Replaces the generated alternatives (see json-value-openapi.ts). */
+  anyOf?: unknown[];
 }
 
 /**

@@ -10,15 +10,24 @@ import {
   RunnableSpecSchema,
   SignalNameSchema,
   SubmitOptionsSchema,
+  TaskErrorSchema,
   TaskIdSchema,
   TaskStatusSchema,
+  TokenUsageSchema,
+  WaitRequestSchema,
 } from "@flotilla/core";
 import { z } from "@hono/zod-openapi";
+import { JSON_VALUE_OPENAPI } from "./json-value-openapi.ts";
 import { withOpenApi } from "./openapi-meta.ts";
 
 // JSON is recursive: named, it becomes one `$ref` component instead of an endless inline schema. (This
 // sets OpenAPI metadata on core's schema object, which the generator reads; validation is unchanged.)
-withOpenApi(JsonValueSchema, "JsonValue", { description: "Any JSON value." });
+// Its OpenAPI shape is written out (see json-value-openapi.ts): the one generated from the zod schema
+// has `nullable` without a `type`, which linters refuse and code generators read as `any`.
+withOpenApi(JsonValueSchema, "JsonValue", JSON_VALUE_OPENAPI);
+
+/** A JSON object: what the graph and bus packages shape themselves, and error details. */
+export const JsonObjectSchema = z.record(z.string(), JsonValueSchema);
 
 export const ErrorSchema = z
   .object({
@@ -26,7 +35,9 @@ export const ErrorSchema = z
       code: z.string().openapi({ example: "VALIDATION_ERROR" }),
       message: z.string(),
       field: z.string().optional().openapi({ description: "The offending field, on a VALIDATION_ERROR." }),
-      details: z.record(z.string(), z.unknown()).optional(),
+      details: JsonObjectSchema.optional().openapi({
+        description: "What a caller can use: a failed task's `taskError`, validation `issues`, a signal's `status`…",
+      }),
     }),
   })
   .openapi("Error");
@@ -72,26 +83,42 @@ export const SubmitHeaders = z.object({
 
 export const TaskRefSchema = z.object({ taskId: TaskIdSchema }).openapi("TaskRef");
 
-const TaskErrorSchema = z.object({ message: z.string(), code: z.string() });
+export const TaskErrorRefSchema = withOpenApi(TaskErrorSchema, "TaskError", { description: "Why a task (or an attempt) ended otherwise than COMPLETED." });
 
+/** Every field of a task's record as the client reads it (`handle.status()`); times are ms since the epoch. */
 export const TaskSchema = z
   .object({
     taskId: TaskIdSchema,
     queue: QueueNameSchema,
     status: TaskStatusSchema,
-    agent: z.string(),
-    attempt: z.number().int(),
-    workerId: z.string().optional(),
+    agent: z.string().openapi({ description: "The agent's (or swarm's) name." }),
+    attempt: z.number().int().openapi({ description: "The current attempt's number (0 before its first start)." }),
+    workerId: z.string().optional().openapi({ description: "The worker running (or that last ran) it." }),
     createdAt: z.number().int(),
-    startedAt: z.number().int().optional(),
+    startedAt: z.number().int().optional().openapi({ description: "When the current attempt started." }),
     completedAt: z.number().int().optional(),
+    /** What it returned (COMPLETED). Not described in the document: a described copy of the JSON schema is inlined, not referenced. */
     result: JsonValueSchema.optional(),
-    error: TaskErrorSchema.optional(),
-    retries: z.number().int(),
+    error: TaskErrorRefSchema.optional(),
+    retries: z.number().int().openapi({ description: "Retries used so far." }),
     maxRetries: z.number().int(),
+    maxDeliveries: z.number().int().openapi({ description: "Attempts started at most, counting crash reclaims (0: no limit)." }),
+    retryAt: z.number().int().optional().openapi({ description: "When the next attempt is due (RETRYING)." }),
+    runAt: z.number().int().optional().openapi({ description: "When a delayed task falls due: PENDING until then." }),
     priority: PrioritySchema,
+    timeoutMs: z.number().int().optional().openapi({ description: "Its per-attempt timeout." }),
+    detailed: z.boolean().openapi({ description: "Whether it keeps every event type (else only status, text and progress)." }),
     metadata: z.record(z.string(), JsonValueSchema),
+    cancelRequestedAt: z.number().int().optional(),
+    cancelReason: z.string().optional(),
+    waitMs: z.number().int().optional().openapi({ description: "How long it waited before it first started." }),
+    durationMs: z.number().int().optional().openapi({ description: "How long its last attempt ran." }),
     seq: z.number().int().openapi({ description: "The seq of its last event." }),
+    usage: TokenUsageSchema.optional().openapi({ description: "Token totals of the attempt that ended it." }),
+    concurrencyKey: z.string().optional(),
+    concurrencyLimit: z.number().int().optional(),
+    parked: z.boolean().optional().openapi({ description: "true while it waits for a slot of its concurrency key." }),
+    waiting: WaitRequestSchema.optional().openapi({ description: "While WAITING: the signal it waits for, for which tool call, until when." }),
   })
   .openapi("Task");
 
@@ -148,26 +175,29 @@ export const SignalRequestSchema = z.object({ name: SignalNameSchema, payload: J
 
 export const SignalResponseSchema = z.object({ taskId: TaskIdSchema, signal: z.string() }).openapi("SignalSent");
 
-export const QueuesSchema = z
+export const QueueOverviewSchema = z
   .object({
-    queues: z.array(
-      z.object({
-        queue: QueueNameSchema,
-        waiting: z.number(),
-        inFlight: z.number(),
-        delayed: z.number(),
-        dead: z.number(),
-        oldestWaitMs: z.number(),
-      }),
-    ),
+    queue: QueueNameSchema,
+    waiting: z.number().openapi({ description: "Entries waiting to be claimed." }),
+    lanes: z.object({ high: z.number(), normal: z.number(), low: z.number() }).openapi({ description: "Waiting entries per lane." }),
+    inFlight: z.number().openapi({ description: "Claimed and not yet done." }),
+    delayed: z.number().openapi({ description: "Held back for a retry or a scheduled start." }),
+    dead: z.number().openapi({ description: "Entries in its dead letters." }),
+    oldestWaitMs: z.number().openapi({ description: "How long the oldest waiting entry has waited (0 when none waits)." }),
+    recent: z
+      .object({ completed: z.number(), failed: z.number(), cancelled: z.number(), retried: z.number(), windowMs: z.number() })
+      .openapi({ description: "Outcomes recorded over the last `windowMs`." }),
+    waitP95Ms: z.number().optional().openapi({ description: "95th percentile of how long its tasks waited before they first started, over that window." }),
   })
-  .openapi("Queues");
+  .openapi("QueueOverview");
+
+export const QueuesSchema = z.object({ queues: z.array(QueueOverviewSchema) }).openapi("Queues");
 
 export const WorkersSchema = z
   .object({
     workers: z.array(
       // What each worker's heartbeat says (a dead worker's record may be gone: then only the id, last beat and alive).
-      WorkerRecordSchema.partial().extend({ workerId: z.string(), lastBeat: z.number(), alive: z.boolean() }),
+      WorkerRecordSchema.partial().extend({ workerId: z.string(), lastBeat: z.number(), alive: z.boolean() }).openapi("Worker"),
     ),
     live: z.number(),
     dead: z.number(),
@@ -205,7 +235,8 @@ export const DeadLetterSchema = z
     reason: z.string(),
     fields: z.record(z.string(), z.string()).nullable(),
     at: z.number(),
-    extra: z.record(z.string(), z.unknown()),
+    // Parsed from JSON, so JSON values; typed as the client types it (unknown), described as JSON.
+    extra: z.record(z.string(), z.unknown()).openapi({ additionalProperties: { $ref: "#/components/schemas/JsonValue" } }),
   })
   .openapi("DeadLetter");
 

@@ -1,5 +1,6 @@
 // The gateway runs the alert rules by default: with no worker alive at all, `no_worker_alive` fires
 // (even with every queue empty) and resolves when one joins; of two gateways on one fleet, one sends.
+// @cluster: the alert rules read every queue's state across slots
 import type { AlertEvent } from "@flotilla/client";
 import { waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";

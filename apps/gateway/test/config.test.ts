@@ -1,8 +1,10 @@
 // The process's configuration: flags over environment over defaults, tokens as JSON or a file, and no
 // unauthenticated gateway on a non-loopback address.
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import { resolveGatewayOptions } from "../src/options.ts";
@@ -77,5 +79,20 @@ describe("gateway configuration", () => {
     expect(() => loadConfig(["--prefix", ""], {})).toThrow(/--prefix is empty/);
     expect(() => loadConfig(["--port", "70000"], {})).toThrow(/port/);
     expect(loadConfig(["--help"], {})).toBe("help");
+  });
+
+  it("flotilla-gateway stops on a bad setting with its reason alone, on the last line (a short token, an unknown flag): exit 2", () => {
+    const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
+    const run = (args: string[], env: Record<string, string> = {}) => {
+      const res = spawnSync(process.execPath, ["--conditions=@flotilla/source", main, ...args], { env: { ...process.env, ...env }, encoding: "utf8" });
+      return { code: res.status, lines: res.stderr.trimEnd().split("\n") };
+    };
+    const short = run([], { FLOTILLA_GATEWAY_TOKENS: '[{"token":"too-short","role":"admin"}]' });
+    expect(short.code).toBe(2);
+    expect(short.lines).toHaveLength(1);
+    expect(short.lines.at(-1)).toMatch(/^flotilla-gateway: .*token.*16 characters or more/);
+    const unknown = run(["--prot", "9000"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.lines).toEqual([expect.stringMatching(/--prot/)]);
   });
 });

@@ -1,5 +1,6 @@
 // Following a task over HTTP, as a non-Node caller would: submit, read its Server-Sent Events to the
 // end, fetch its result; resume a dropped stream with Last-Event-ID; heartbeats on an idle stream.
+// @cluster: a task followed over SSE: the gateway's sharded subscriptions on the task's slot
 import { scripted, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";

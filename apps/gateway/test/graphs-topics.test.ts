@@ -1,8 +1,10 @@
 // Graph runs and the event bus over HTTP: start a run, list it, read it; publish to a topic. Both
 // need a token for every queue.
+// @cluster: graph runs and topics listed across slots
 import { Bus } from "@flotilla/bus";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
+import { GraphRunSchema, RunPageSchema } from "../src/run-schemas.ts";
 import { jsonHeaders, useGateway } from "./support.ts";
 
 const TOKENS = [
@@ -41,6 +43,15 @@ describe("gateway: graph runs and topics", () => {
       definition: { name: "gw-graph", nodes: [expect.objectContaining({ id: "first", next: ["second"] }), expect.objectContaining({ id: "second" })] },
       nodes: [expect.objectContaining({ node: "first", status: "QUEUED" })],
     });
+    // The answers are what the OpenAPI document says they are; a page's next cursor is `nextCursor`, as for tasks.
+    expect(GraphRunSchema.safeParse(run).error).toBeUndefined();
+    const second = await fetch(`${url}/v1/runs`, { method: "POST", headers: admin, body: JSON.stringify({ graph, input: "again" }) });
+    expect(second.status).toBe(201);
+    const first = (await (await fetch(`${url}/v1/runs?limit=1`, { headers: reader })).json()) as Record<string, unknown>;
+    expect(RunPageSchema.safeParse(first).error).toBeUndefined();
+    expect(first).toEqual({ runs: [expect.objectContaining({ runId: ((await second.json()) as { runId: string }).runId })], nextCursor: expect.any(String) });
+    const next = (await (await fetch(`${url}/v1/runs?limit=1&cursor=${first.nextCursor}`, { headers: reader })).json()) as { runs: Array<{ runId: string }> };
+    expect(next.runs.map((r) => r.runId)).toEqual([runId]);
     const unknown = await fetch(`${url}/v1/runs/nope`, { headers: reader });
     expect([unknown.status, ((await unknown.json()) as { error: { code: string } }).error.code]).toEqual([404, "RUN_NOT_FOUND"]);
     const bad = await fetch(`${url}/v1/runs`, { method: "POST", headers: admin, body: JSON.stringify({ graph: { name: "x", nodes: [] }, input: 1 }) });

@@ -1,5 +1,6 @@
 // GET /v1/events: the fleet's lifecycle over Server-Sent Events, for the dashboard and any language —
 // tasks and workers as they change; a token limited to some queues sees only those and no runs.
+// @cluster: the fleet's feed over SSE: channels of every queue's slot
 import type { WatchEvent } from "@flotilla/client";
 import { scripted, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";

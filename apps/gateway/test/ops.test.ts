@@ -1,4 +1,5 @@
 // The operational endpoints: the OpenAPI document, Prometheus metrics, liveness and readiness.
+// @single: metrics and health endpoints of one process; /events here is a route name
 import { freePort } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
@@ -40,6 +41,8 @@ describe("gateway operations", () => {
         "POST /v1/runs",
         "GET /v1/runs",
         "GET /v1/runs/{runId}",
+        "POST /v1/runs/{runId}/cancel",
+        "POST /v1/runs/{runId}/retry",
         "POST /v1/topics/{topic}/events",
         "GET /v1/topics",
         "GET /v1/topics/{topic}",

@@ -1,6 +1,7 @@
 // The task endpoints against a real worker: the long-poll result (202 while running, 409 for a task
 // that failed or was cancelled), idempotent submits, cancel, signal, retry, listing; dead letters
 // and the fleet's views.
+// @cluster: task listings across queues (slots) and long-poll results
 import { scripted, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";

@@ -3,6 +3,7 @@
 // events, a subscription's dead letters listed, shown, republished and purged. Every one needs a
 // token for every queue; republish and purge the admin role; an unknown topic, subscription or dead
 // letter is a 404 with its own code.
+// @cluster: the bus over HTTP: topics and subscriptions read across slots
 import { busWorker, subscribe } from "@flotilla/bus";
 import { UnrecoverableError } from "@flotilla/core";
 import { waitFor } from "@flotilla/testing";

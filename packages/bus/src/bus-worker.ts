@@ -1,22 +1,24 @@
 import { createHash } from "node:crypto";
 import { DuplicateTaskError, type FlotillaClient, type TaskHandle } from "@flotilla/client";
-import { type BackoffOptions, ErrorCodes, FlotillaError, type JsonValue, parseInput, UnrecoverableError } from "@flotilla/core";
+import { type BackoffOptions, ErrorCodes, FlotillaError, type JsonValue, parseInput, UnrecoverableError, ValidationError } from "@flotilla/core";
+import { ENV, readEnv } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
 import { GroupConsumer } from "./consumer.ts";
 import type { BusEvent } from "./event.ts";
 import { Publisher } from "./publisher.ts";
 import { Replier } from "./replier.ts";
-import { BusOptionsSchema, type BusTuning } from "./schemas.ts";
+import { BusOptionsSchema, type BusTuning, WebhookSecretSchema, WebhooksOptionsSchema } from "./schemas.ts";
 import { type HandlerContext, type Subscription, subscribe, subscriptionId } from "./subscription.ts";
-import { WEBHOOK_SUBSCRIPTION, WEBHOOK_TOPIC, type WebhookOptions, webhookHandler } from "./webhooks.ts";
+import { WEBHOOK_SUBSCRIPTION, WEBHOOK_TOPIC, type WebhookOptions, type WebhookSecret, webhookHandler } from "./webhooks.ts";
 
 export interface BusWorkerOptions extends BusTuning {
   /** The subscriptions this worker serves (see `subscribe()`). */
   subscriptions: readonly Subscription[];
   /**
    * Webhook replies: this worker POSTs those waiting on the bus's webhook topic (signed with
-   * `secret` when set), retried with backoff; `false` leaves them to other workers.
-   * @default { concurrency: 10, maxRetries: 8, backoff: 1 s ×2 to 5 min, timeoutMs: 10_000 }
+   * `secret` when set — a list for a rotation, the first signs — or with the subscription's own
+   * `webhookSecret`), retried with backoff; `false` leaves them to other workers.
+   * @default { secret: FLOTILLA_WEBHOOK_SECRET, concurrency: 10, maxRetries: 8, backoff: 1 s ×2 to 5 min, timeoutMs: 10_000 }
    */
   webhooks?: (WebhookOptions & { concurrency?: number; maxRetries?: number; backoff?: BackoffOptions }) | false;
 }
@@ -49,18 +51,25 @@ export class BusWorker {
   private client: FlotillaClient | undefined;
   private unobserve: (() => void) | undefined;
   private readonly tuning;
-
-  private readonly options: BusWorkerOptions;
+  /** What the webhook handler signs with: read by it at each delivery, so `setDefaultWebhookSecret` before start() takes effect. */
+  private readonly webhookOptions: WebhookOptions | undefined;
+  /** Where the worker-wide secret came from: the options win over the deployment's (flag, then FLOTILLA_WEBHOOK_SECRET). */
+  private webhookSecretFrom: "options" | "deployment" | "environment" | undefined;
 
   constructor(options: BusWorkerOptions) {
-    this.options = options;
     const { subscriptions, webhooks, ...tuning } = options;
     this.tuning = parseInput(BusOptionsSchema, tuning, "bus worker options");
+    if (webhooks !== false && webhooks !== undefined) checkWebhooks(webhooks);
+    const fromEnv = webhookSecretFromEnv();
+    this.webhookOptions = webhooks === false ? undefined : { ...webhooks, secret: webhooks?.secret ?? fromEnv };
+    this.webhookSecretFrom = webhooks === false ? undefined : webhooks?.secret !== undefined ? "options" : fromEnv ? "environment" : undefined;
+    const secrets = new Map(subscriptions.filter((s) => s.options.webhookSecret !== undefined).map((s) => [subscriptionId(s), s.options.webhookSecret!]));
+    const secretOf = (topic: string, name: string) => secrets.get(`${topic}/${name}`);
     const own =
       webhooks === false
         ? []
         : [
-            subscribe(WEBHOOK_TOPIC, webhookHandler(webhooks ?? {}), {
+            subscribe(WEBHOOK_TOPIC, webhookHandler(this.webhookOptions!, secretOf), {
               name: WEBHOOK_SUBSCRIPTION,
               from: "start",
               concurrency: webhooks?.concurrency ?? 10,
@@ -70,6 +79,21 @@ export class BusWorker {
           ];
     this.all = [...subscriptions, ...own];
     this.subscriptions = subscriptions.map(subscriptionId);
+  }
+
+  /**
+   * The worker-wide webhook secret a deployment gives (flotilla-worker's `--webhook-secret`): over
+   * FLOTILLA_WEBHOOK_SECRET, under a `webhooks.secret` set in code (the rule of every entry point:
+   * code, then flag, then environment). Returns false when it is not used — the options set their
+   * own secret, or this worker delivers no webhooks (`webhooks: false`) — for the caller to say so.
+   */
+  setDefaultWebhookSecret(secret: WebhookSecret): boolean {
+    const parsed = WebhookSecretSchema.safeParse(secret);
+    if (!parsed.success) throw ValidationError.of("webhook secret", "secret", parsed.error.issues[0]?.message ?? "invalid");
+    if (!this.webhookOptions || this.webhookSecretFrom === "options") return false;
+    this.webhookOptions.secret = parsed.data;
+    this.webhookSecretFrom = "deployment";
+    return true;
   }
 
   async start(deps: BusWorkerStart): Promise<void> {
@@ -152,6 +176,27 @@ export class BusWorker {
       throw err;
     }
   }
+}
+
+/** `webhooks` checked strictly: a key it does not know is named (`webhooks.secrett`), not ignored. */
+function checkWebhooks(webhooks: object): void {
+  const unknown = Object.keys(webhooks).find((key) => !(key in WebhooksOptionsSchema.shape));
+  if (unknown !== undefined) throw ValidationError.of("bus worker options", `webhooks.${unknown}`, "is not a webhooks option");
+  const parsed = WebhooksOptionsSchema.safeParse(webhooks);
+  const issue = parsed.error?.issues[0];
+  if (issue) throw ValidationError.of("bus worker options", ["webhooks", ...issue.path.map(String)].join("."), issue.message);
+}
+
+/** FLOTILLA_WEBHOOK_SECRET's secrets (comma-separated, current first), if set. */
+function webhookSecretFromEnv(): string[] | undefined {
+  const list = readEnv(ENV.webhookSecret);
+  if (list === undefined) return undefined;
+  const secrets = list
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (secrets.length === 0) throw ValidationError.of("bus worker options", ENV.webhookSecret, "names no secret");
+  return secrets;
 }
 
 /** The task name of an agent subscription's event: `bus.<topic>.<subscription>.<event id>`, hashed when longer than a task name may be. */

@@ -11,6 +11,7 @@ import {
   type TaskError,
   toTaskError,
 } from "@flotilla/core";
+import { disconnectRedis } from "@flotilla/core/redis";
 import { type FlotillaMetrics, METRICS } from "@flotilla/metrics";
 import type { Redis } from "ioredis";
 import { Acker, CHUNK } from "./acker.ts";
@@ -130,7 +131,8 @@ export class GroupConsumer {
     this.slotFree();
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
-    this.reader?.disconnect();
+    // disconnectRedis, not disconnect(): a reader waiting to reconnect would leave its read, and this loop, pending for ever.
+    if (this.reader) disconnectRedis(this.reader);
     await this.loop;
     const deadline = Date.now() + drainMs;
     while (this.held.size > 0 && Date.now() < deadline) await sleep(20);
@@ -240,7 +242,7 @@ export class GroupConsumer {
       const result = await abortable(this.run(event, ctx), signal);
       this.deps.metrics.record(METRICS.busHandleDuration, (performance.now() - started) / 1000, this.attrs);
       if (held.lost) return;
-      await this.deps.replier.reply(event, this.group, (result ?? null) as JsonValue);
+      await this.deps.replier.reply(event, this.group, (result ?? null) as JsonValue, this.sub.options.webhookSecret !== undefined);
       await this.acker.ack(id, lastError !== undefined);
     } catch (err) {
       if (held.lost || (!this.running && held.controller.signal.aborted)) return;

@@ -1,4 +1,5 @@
 import { ErrorCodes, FlotillaError, type Keys, parseJsonOr, type TaskError } from "@flotilla/core";
+import { withRedis } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
 import { type BusEvent, decodeEvent } from "./event.ts";
 import { scripts } from "./scripts.ts";
@@ -33,17 +34,12 @@ export class BusDeadLetters {
   }
 
   /** Oldest first, `limit` at most, after `after` (a dead-letter id) for paging. */
-  async list(topic: string, subscription: string, options: { limit?: number; after?: string } = {}): Promise<BusDeadLetter[]> {
-    const start = options.after ? `(${options.after}` : "-";
-    const entries = (await this.redis.xrange(this.keys.topicDeadLetters(topic, subscription), start, "+", "COUNT", options.limit ?? 100)) as Array<
-      [string, string[]]
-    >;
-    return entries.map(([id, fields]) => toDeadLetter(topic, subscription, id, fields));
+  list(topic: string, subscription: string, options: { limit?: number; after?: string } = {}): Promise<BusDeadLetter[]> {
+    return withRedis(this.redis, () => this.listNow(topic, subscription, options));
   }
 
-  async get(topic: string, subscription: string, id: string): Promise<BusDeadLetter | undefined> {
-    const [entry] = (await this.redis.xrange(this.keys.topicDeadLetters(topic, subscription), id, id)) as Array<[string, string[]]>;
-    return entry && toDeadLetter(topic, subscription, entry[0], entry[1]);
+  get(topic: string, subscription: string, id: string): Promise<BusDeadLetter | undefined> {
+    return withRedis(this.redis, () => this.getNow(topic, subscription, id));
   }
 
   /**
@@ -51,7 +47,29 @@ export class BusDeadLetters {
    * removes them; all of the group's when `ids` is not given (up to 10,000 per call). Returns the
    * new event ids by dead-letter id; one that is not there (or cannot be read) is a DEAD_LETTER_NOT_FOUND error.
    */
-  async republish(topic: string, subscription: string, ids?: readonly string[]): Promise<Record<string, string>> {
+  republish(topic: string, subscription: string, ids?: readonly string[]): Promise<Record<string, string>> {
+    return withRedis(this.redis, () => this.republishNow(topic, subscription, ids));
+  }
+
+  /** Deletes the group's dead letters; returns how many there were. */
+  purge(topic: string, subscription: string): Promise<number> {
+    return withRedis(this.redis, () => this.purgeNow(topic, subscription));
+  }
+
+  private async listNow(topic: string, subscription: string, options: { limit?: number; after?: string } = {}): Promise<BusDeadLetter[]> {
+    const start = options.after ? `(${options.after}` : "-";
+    const entries = (await this.redis.xrange(this.keys.topicDeadLetters(topic, subscription), start, "+", "COUNT", options.limit ?? 100)) as Array<
+      [string, string[]]
+    >;
+    return entries.map(([id, fields]) => toDeadLetter(topic, subscription, id, fields));
+  }
+
+  private async getNow(topic: string, subscription: string, id: string): Promise<BusDeadLetter | undefined> {
+    const [entry] = (await this.redis.xrange(this.keys.topicDeadLetters(topic, subscription), id, id)) as Array<[string, string[]]>;
+    return entry && toDeadLetter(topic, subscription, entry[0], entry[1]);
+  }
+
+  private async republishNow(topic: string, subscription: string, ids?: readonly string[]): Promise<Record<string, string>> {
     const dead = this.keys.topicDeadLetters(topic, subscription);
     const which = ids ?? ((await this.redis.xrange(dead, "-", "+", "COUNT", 10_000)) as Array<[string, string[]]>).map(([id]) => id);
     if (which.length === 0) return {};
@@ -67,8 +85,7 @@ export class BusDeadLetters {
     return Object.fromEntries(out as Array<[string, string]>);
   }
 
-  /** Deletes the group's dead letters; returns how many there were. */
-  async purge(topic: string, subscription: string): Promise<number> {
+  private async purgeNow(topic: string, subscription: string): Promise<number> {
     const dead = this.keys.topicDeadLetters(topic, subscription);
     const replies = (await this.redis.pipeline().xlen(dead).del(dead).exec()) ?? [];
     return Number(replies[0]?.[1] ?? 0);

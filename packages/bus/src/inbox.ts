@@ -1,4 +1,5 @@
 import { ErrorCodes, FlotillaError, type Keys, newId, sleep, WaitTimeoutError } from "@flotilla/core";
+import { disconnectRedis } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
 import { type BusEvent, decodeEvent } from "./event.ts";
 
@@ -40,7 +41,16 @@ export class ReplyInbox {
         reject(new WaitTimeoutError(`a reply to request ${correlationId}`, timeoutMs));
       }, timeoutMs);
     }).finally(() => clearTimeout(timer));
-    return { reply, cancel: () => this.waiters.delete(correlationId) };
+    // The request awaits the reply only once its publish is written: a close() or a timeout before
+    // then must not be an unhandled rejection (the request rejects with its own error).
+    reply.catch(() => {});
+    return {
+      reply,
+      cancel: () => {
+        clearTimeout(timer);
+        this.waiters.delete(correlationId);
+      },
+    };
   }
 
   private async read(): Promise<void> {
@@ -77,8 +87,9 @@ export class ReplyInbox {
     this.open = false;
     for (const w of this.waiters.values()) w.reject(new FlotillaError(ErrorCodes.CLOSED, "the bus was closed while a request waited"));
     this.waiters.clear();
-    this.reader?.disconnect();
+    if (this.reader) disconnectRedis(this.reader);
     await this.loop;
-    if (this.loop) await this.redis.del(this.keys.topic(this.topic)).catch(() => {});
+    // Unreachable, the topic is left to expire (REPLY_TOPIC_TTL_MS) rather than close() waiting out the retries.
+    if (this.loop && this.redis.status === "ready") await this.redis.del(this.keys.topic(this.topic)).catch(() => {});
   }
 }

@@ -18,6 +18,7 @@ export {
 export { type Handler, type HandlerContext, type Subscription, subscribe, subscriptionId } from "./subscription.ts";
 export {
   SIGNATURE_HEADER,
+  type SubscriptionSecrets,
   signWebhook,
   TIMESTAMP_HEADER,
   verifyWebhook,
@@ -25,5 +26,6 @@ export {
   WEBHOOK_TOPIC,
   type WebhookDelivery,
   type WebhookOptions,
+  type WebhookSecret,
   webhookHandler,
 } from "./webhooks.ts";

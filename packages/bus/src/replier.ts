@@ -21,16 +21,23 @@ export class Replier {
     this.source = source;
   }
 
-  reply(event: BusEvent, group: string, result: JsonValue): Promise<unknown> {
-    return this.send(event, group, result, undefined);
+  /** `ownSecret`: the subscription signs its webhooks with its own `webhookSecret` (the delivering worker looks it up; it is never written to Redis). */
+  reply(event: BusEvent, group: string, result: JsonValue, ownSecret = false): Promise<unknown> {
+    return this.send(event, group, result, undefined, ownSecret);
   }
 
   /** The event failed for good (dead-lettered): a requester waiting on `replyTo` is told, with the error. */
   replyError(event: BusEvent, group: string, error: TaskError): Promise<unknown> {
-    return this.send(event, group, null, { code: error.code, message: error.message });
+    return this.send(event, group, null, { code: error.code, message: error.message }, false);
   }
 
-  private async send(event: BusEvent, group: string, result: JsonValue, error: { code: string; message: string } | undefined): Promise<unknown> {
+  private async send(
+    event: BusEvent,
+    group: string,
+    result: JsonValue,
+    error: { code: string; message: string } | undefined,
+    ownSecret: boolean,
+  ): Promise<unknown> {
     const items: PublishItem[] = [];
     const key = `${event.topic}:${group}:${event.id}`;
     // Who answered: the subscription, on which worker (or the bus's configured source).
@@ -42,6 +49,7 @@ export class Replier {
       const delivery: WebhookDelivery = {
         url: event.webhook,
         body: { topic: event.topic, event: event.id, subscription: group, correlationId: event.correlationId ?? null, result },
+        ...(ownSecret && { ownSecret: true as const }),
       };
       items.push({ topic: WEBHOOK_TOPIC, payload: delivery as unknown as JsonValue, options: { ...common, idempotencyKey: `webhook:${key}` } });
     }

@@ -30,6 +30,10 @@ const CorrelationIdSchema = z.string().min(1).max(256);
 /** Where a webhook reply goes: an http(s) URL. */
 export const WebhookUrlSchema = z.url({ protocol: /^https?$/ });
 
+const SecretSchema = z.string().min(1, "must not be empty");
+/** A webhook secret, or a list of them for a rotation: the first (current) signs, a verifier accepts any. */
+export const WebhookSecretSchema = z.union([SecretSchema, z.array(SecretSchema).min(1, "list at least one secret")]);
+
 /** What an event carries beside its payload: set by its publisher, read by handlers. */
 const MetaFields = {
   /** Carried to handlers and copied onto replies; `request()` matches replies by it. */
@@ -93,6 +97,13 @@ export const SubscribeOptionsSchema = z
     timeoutMs: z.number().int().positive().optional(),
     /** For an agent subscription: the queue its tasks go to. @default "default" */
     queue: QueueNameSchema.optional(),
+    /**
+     * The secret this subscription's webhook replies are signed with, over the worker-wide one
+     * (`busWorker({ webhooks: { secret } })`, FLOTILLA_WEBHOOK_SECRET); a list for a rotation: the
+     * first signs. Kept in the worker's memory only: serve the subscription on every worker that
+     * delivers webhooks. @default the worker-wide secret
+     */
+    webhookSecret: WebhookSecretSchema.optional(),
   })
   .strict();
 export type SubscribeOptions = z.input<typeof SubscribeOptionsSchema>;
@@ -118,6 +129,24 @@ export const BusOptionsSchema = z
   })
   .strict();
 export type BusTuning = z.input<typeof BusOptionsSchema>;
+
+/** What `busWorker({ webhooks })` takes (checked strictly: a misspelt option is refused, not ignored). */
+export const WebhooksOptionsSchema = z
+  .object({
+    /** The worker-wide secret (or a list for a rotation: the first signs). @default FLOTILLA_WEBHOOK_SECRET, else unsigned */
+    secret: WebhookSecretSchema.optional(),
+    /** A request's time limit. @default 10_000 */
+    timeoutMs: z.number().int().positive().optional(),
+    /** The hosts (`host` or `host:port`) webhooks may go to. @default any host */
+    allowedHosts: z.array(z.string().min(1)).optional(),
+    /** Webhooks this worker POSTs at once. @default 10 */
+    concurrency: z.number().int().min(1).max(10_000).optional(),
+    /** Deliveries after the first failed one; then the webhook goes to the dead letters. @default 8 */
+    maxRetries: z.number().int().min(0).max(100).optional(),
+    /** Wait before each new try. @default 1 s, ×2, to 5 min, jitter 0.2 */
+    backoff: BackoffSchema.optional(),
+  })
+  .strict();
 export type ResolvedBusTuning = z.output<typeof BusOptionsSchema>;
 
 export { JsonValueSchema };

@@ -1,3 +1,4 @@
+// @cluster: publish and consume across topics and groups, each topic its own slot
 import { ErrorCodes, type JsonValue } from "@flotilla/core";
 import { createTestEnv, type TestEnv, waitFor } from "@flotilla/testing";
 import type { Worker } from "@flotilla/worker";

@@ -1,3 +1,4 @@
+// @cluster: a consumer process killed mid-handling: its entries reclaimed on the topic's slot
 import { type ChildProcess, spawn } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";

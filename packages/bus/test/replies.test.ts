@@ -1,3 +1,4 @@
+// @cluster: request and reply across two topics' slots
 import { createServer, type RequestListener, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ErrorCodes, type JsonValue, UnrecoverableError } from "@flotilla/core";

@@ -1,3 +1,4 @@
+// @cluster: the cancel listener's sharded subscriptions, one per slot it hears
 import { createKeys, DEFAULT_RETENTION, type Logger, silentLogger } from "@flotilla/core";
 import { openRedis, SubscriberHub } from "@flotilla/core/redis";
 import { TestTaskStore } from "@flotilla/store/testing";

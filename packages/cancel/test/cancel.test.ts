@@ -1,3 +1,4 @@
+// @cluster: a running task's cancel announced on its slot's sharded channel
 import { createKeys, DEFAULT_RETENTION } from "@flotilla/core";
 import { openRedis, SubscriberHub } from "@flotilla/core/redis";
 import { TestTaskStore } from "@flotilla/store/testing";

@@ -98,10 +98,27 @@ export function status(c: Colors, value: string): string {
       return c.cyan(value);
     case "WAITING":
     case "RETRYING":
+    case "CANCELLING":
       return c.yellow(value);
     default:
       return value;
   }
+}
+
+/** Rules of the default set whose figures are ratios (0.47 reads 47 %) or times (ms). */
+const RATIO_RULES = new Set(["failure_rate", "redis_memory_near_limit"]);
+const TIME_RULES = new Set(["wait_time_p95"]);
+
+/**
+ * An alert's value or threshold in its rule's unit: `47 %` for a ratio, `1m12s` for a time, `612`
+ * for a count; a rule of one's own gets its number rounded (`0.467`, `12.35`), never a raw float.
+ */
+export function alertFigure(rule: string, value: number): string {
+  if (!Number.isFinite(value)) return String(value);
+  if (RATIO_RULES.has(rule)) return `${Number((value * 100).toFixed(1))} %`;
+  if (TIME_RULES.has(rule)) return duration(value);
+  if (Number.isInteger(value)) return String(value);
+  return String(Number(value.toFixed(Math.abs(value) < 1 ? 3 : 2)));
 }
 
 /** JSON on one line, cut to `max` characters (for a table cell or a note). */

@@ -1,12 +1,12 @@
 import { DEFAULTS } from "@flotilla/core";
-import { clusterNodesFromEnv } from "@flotilla/core/redis";
+import { clusterNodesFromEnv, ENV as FLOTILLA_ENV, readEnv } from "@flotilla/core/redis";
 
-/** The environment variables the command reads. */
+/** The environment variables the command reads: Flotilla's own (read by core's one rule, as every entry point reads them), and NO_COLOR. */
 export const ENV = {
-  redis: "REDIS_URL",
+  redis: FLOTILLA_ENV.redisUrl,
   /** Seed nodes of a Redis Cluster (`host:port,…`): used, as the client does, when no `--redis` is given. */
-  cluster: "REDIS_CLUSTER_NODES",
-  prefix: "FLOTILLA_PREFIX",
+  cluster: FLOTILLA_ENV.redisClusterNodes,
+  prefix: FLOTILLA_ENV.prefix,
   noColor: "NO_COLOR",
 } as const;
 
@@ -42,16 +42,18 @@ export interface GlobalOptions {
   json: boolean;
 }
 
-/** Applies the defaults: a flag, else its environment variable, else the built-in default. */
+/**
+ * Applies the defaults: a flag, else its environment variable, else the built-in default (the rule of
+ * every Flotilla entry point; an empty variable counts as unset). Values are checked by the client.
+ */
 export function resolveGlobals(flags: GlobalFlags, env: Readonly<Record<string, string | undefined>>): GlobalOptions {
-  const cluster = env[ENV.cluster]?.trim();
-  const fromEnv = env[ENV.redis]?.trim() || undefined;
-  const redis = flags.redis ?? (cluster ? undefined : (fromEnv ?? DEFAULTS.redisUrl));
+  const cluster = readEnv(ENV.cluster, env);
+  const redis = flags.redis ?? (cluster ? undefined : (readEnv(ENV.redis, env) ?? DEFAULTS.redisUrl));
   return {
     redis,
     cluster: redis === undefined ? clusterNodesFromEnv({ [ENV.cluster]: cluster }) : undefined,
     redisLabel: redis === undefined ? `the Redis Cluster ${ENV.cluster} names (${cluster})` : redactUrl(redis),
-    prefix: flags.prefix ?? (env[ENV.prefix]?.trim() || DEFAULTS.prefix),
+    prefix: flags.prefix ?? readEnv(ENV.prefix, env) ?? DEFAULTS.prefix,
     json: flags.json === true,
   };
 }

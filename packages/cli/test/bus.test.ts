@@ -1,5 +1,6 @@
 // `flotilla bus …`: a topic's subscriptions and events, publishing by hand, and a subscription's dead
 // letters, against a real worker serving the subscriptions.
+// @single: the CLI's bus commands call @flotilla/bus's readers, which run on the cluster in packages/bus
 import type { BusDeadLetter, GroupInfo } from "@flotilla/bus";
 import { busWorker, subscribe } from "@flotilla/bus";
 import { UnrecoverableError } from "@flotilla/core";

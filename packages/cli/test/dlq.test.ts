@@ -76,7 +76,7 @@ describe("flotilla dlq", () => {
     await watching.output((out) => out.includes('"deadLetters":[]'));
     const id = await failed("cli-dlq-watch");
     await watching.output((out) => out.includes(id));
-    watching.child.kill("SIGINT");
+    watching.interrupt();
     const exit = await watching.exited;
     expect(exit.code).toBe(0);
     expect(

@@ -1,9 +1,10 @@
 // Exit codes and error lines, from outside: 0 done, 1 failed (unknown id, Redis down, refused), 2
-// usage. An error is one line on stderr, no stack, stdout left empty.
+// usage. An error is one line on stderr, no stack, stdout left empty. Each kind once from a real
+// process (the code and the streams as the shell sees them), the rest through run() in process.
 import { freePort } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";
-import { flotilla } from "./cli.ts";
+import { flotilla, start } from "./cli.ts";
 
 /** The one line an error is reported with, or a failure showing everything written. */
 function oneErrorLine(r: { stdout: string; stderr: string }): string {
@@ -18,7 +19,7 @@ describe("flotilla exit codes", () => {
   const env = useFlotilla("cli-exit");
 
   it("--help and --version exit 0 and write to stdout", async () => {
-    const help = await flotilla(env.prefix, ["--help"]);
+    const help = await flotilla(env.prefix, ["--help"], { process: true });
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("Usage: flotilla");
     for (const command of [
@@ -67,7 +68,7 @@ describe("flotilla exit codes", () => {
       ["schedules", "pause"],
     ];
     for (const args of cases) {
-      const r = await flotilla(env.prefix, args);
+      const r = await flotilla(env.prefix, args, { process: args[0] === "frob" });
       expect({ args, code: r.code }, r.stderr).toEqual({ args, code: 2 });
       expect(r.stderr, args.join(" ")).toMatch(/error|Usage/);
     }
@@ -84,7 +85,8 @@ describe("flotilla exit codes", () => {
       [["approve", "nope"], "default/nope"],
       [["signal", "nope", "go", '{"a":1}'], "default/nope"],
     ] as const) {
-      const r = await flotilla(env.prefix, args);
+      // Under --json too, the error is on stderr and stdout stays empty: as a process, once.
+      const r = await flotilla(env.prefix, args, { process: args.at(-1) === "--json" });
       expect(r.code, args.join(" ")).toBe(1);
       expect(oneErrorLine(r)).toBe(`error: no task ${id}`);
     }
@@ -93,7 +95,8 @@ describe("flotilla exit codes", () => {
   it("Redis down exits 1 with one line naming the Redis, its password hidden", async () => {
     const port = await freePort();
     for (const args of [["tasks"], ["task", "x"], ["queues", "--json"], ["workers"], ["stream", "x"], ["dlq", "list", "q"]]) {
-      const r = await flotilla(env.prefix, ["--redis", `redis://:hunter2@127.0.0.1:${port}`, ...args]);
+      // As a process once: it exits though its connection would go on retrying.
+      const r = await flotilla(env.prefix, ["--redis", `redis://:hunter2@127.0.0.1:${port}`, ...args], { process: args[0] === "tasks" });
       expect(r.code, args.join(" ")).toBe(1);
       const line = oneErrorLine(r);
       expect(line).toMatch(new RegExp(`^error: cannot reach Redis \\(redis://:\\*\\*\\*@127\\.0\\.0\\.1:${port}\\): Redis at 127\\.0\\.0\\.1:${port} `));
@@ -112,5 +115,14 @@ describe("flotilla exit codes", () => {
     const r = await flotilla(env.prefix, ["task", "bad queue/x"]);
     expect(r.code).toBe(1);
     expect(oneErrorLine(r)).toMatch(/^error: invalid taskId/);
+  });
+
+  it("a reader that goes away (`flotilla tasks --json | head -0`) ends it quietly with 0", async () => {
+    const piped = start(env.prefix, ["tasks", "--json"], { process: true });
+    // Closed before it writes (it is still loading): its first write fails with EPIPE.
+    piped.child!.stdout!.destroy();
+    const exit = await piped.exited;
+    expect(exit.code, exit.stderr).toBe(0);
+    expect(exit.stderr).toBe("");
   });
 });

@@ -1,4 +1,5 @@
 // The fleet from the command line: queues, workers, alerts, schedules and graph runs.
+// @cluster: queues, workers, alerts, schedules and runs read across slots
 import type { FleetStatus, QueueOverview, ScheduleInfo } from "@flotilla/client";
 import { scripted } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
@@ -95,7 +96,7 @@ describe("flotilla queues / workers / alerts", () => {
     const watching = start(env.prefix, ["workers", "--watch", "150"]);
     // Two frames, each ending with the fleet's summary.
     await watching.output((out) => out.split(" live, ").length > 2);
-    watching.child.kill("SIGINT");
+    watching.interrupt();
     const exit = await watching.exited;
     expect(exit.code).toBe(0);
     // Not a terminal: each frame after the last, no screen clearing.

@@ -1,4 +1,5 @@
 // `flotilla stream` and `flotilla submit`: following a live task from another process to its end.
+// @cluster: a live task followed from another process (sharded Pub/Sub)
 import { defineTool } from "@flotilla/agent";
 import type { FlotillaEvent } from "@flotilla/client";
 import { scripted } from "@flotilla/testing";
@@ -17,7 +18,8 @@ describe("flotilla stream", () => {
   it("follows a live task to its end: its text on stdout as it comes, what happens on stderr, exit 0", async () => {
     const id = await env.submit(slow("slow"), "x", { queue: "cli-stream-live" });
     // Started before any worker serves the queue: it waits for the task to start, then follows it.
-    const streaming = start(env.prefix, ["stream", id]);
+    // A process: its output reaches the pipe as it comes, and it exits by itself once the task ended.
+    const streaming = start(env.prefix, ["stream", id], { process: true });
     await env.worker({ queues: ["cli-stream-live"], workerId: "cli-stream-w" });
     await streaming.output((err) => err.includes("[running]"), { on: "stderr" });
     // Still going while its text arrives: the process did not wait for the end to print.
@@ -39,7 +41,7 @@ describe("flotilla stream", () => {
     const streaming = start(env.prefix, ["stream", id]);
     // WAITING for as long as nobody approves: the stream is still there, nothing of the answer printed yet.
     await streaming.output((err) => err.includes('[waiting] for signal "approval" before publish {}'), { on: "stderr" });
-    expect(streaming.child.exitCode).toBeNull();
+    expect(streaming.ended()).toBe(false);
     expect(streaming.stdout()).toBe("");
     await env.client().handle(id).approve();
     const exit = await streaming.exited;
@@ -84,9 +86,10 @@ describe("flotilla stream", () => {
   it("Ctrl-C stops following: exit 130, the task left running", async () => {
     await env.worker({ queues: ["cli-stream-int"] });
     const id = await env.submit(scripted("very-slow", { reply: REPLY, tokenDelayMs: 2000 }), "x", { queue: "cli-stream-int" });
-    const streaming = start(env.prefix, ["stream", id]);
+    // A process: Ctrl-C as the shell sends it (SIGINT), and its exit code.
+    const streaming = start(env.prefix, ["stream", id], { process: true });
     await streaming.output((err) => err.includes("[running]"), { on: "stderr" });
-    streaming.child.kill("SIGINT");
+    streaming.interrupt();
     const exit = await streaming.exited;
     expect(exit.code).toBe(130);
     expect((await env.client().handle(id).status()).status).toBe("RUNNING");

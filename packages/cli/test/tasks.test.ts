@@ -1,4 +1,5 @@
 // `flotilla tasks` and `flotilla task <id>`: listings and records, as people and as JSON read them.
+// @cluster: task listings merged across queues (slots)
 import type { TaskPage, TaskResult } from "@flotilla/client";
 import { scripted } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
@@ -90,11 +91,12 @@ describe("flotilla tasks / task", () => {
   });
 
   it("tasks --watch redraws with what changed until Ctrl-C, then exits 0", async () => {
-    const watching = start(env.prefix, ["tasks", "--queue", "cli-tasks-watch", "--watch", "200", "--json"]);
+    // A process: Ctrl-C as the shell sends it (SIGINT), and its exit code.
+    const watching = start(env.prefix, ["tasks", "--queue", "cli-tasks-watch", "--watch", "200", "--json"], { process: true });
     await watching.output((out) => out.includes('{"tasks":[]}'));
     const added = await env.submit(scripted("late"), "x", { queue: "cli-tasks-watch" });
     await watching.output((out) => out.includes(added));
-    watching.child.kill("SIGINT");
+    watching.interrupt();
     const exit = await watching.exited;
     expect(exit.code, exit.stderr).toBe(0);
     const frames = lines<TaskPage>(exit.stdout);

@@ -1,13 +1,13 @@
-import { DEFAULTS, type JsonValue, type ResultOf, type SubmitOptions } from "@flotilla/core";
+import type { JsonValue, ResultOf, SubmitOptions } from "@flotilla/core";
 import { FlotillaClient } from "./client.ts";
 import type { AgentLike } from "./submission.ts";
 import type { TaskHandle } from "./task-handle.ts";
 
 let defaultClient: FlotillaClient | undefined;
 
-/** The client `distributed()` uses when none is passed: REDIS_URL and FLOTILLA_PREFIX from the environment. */
+/** The client `distributed()` uses when none is passed: `new FlotillaClient()`, so REDIS_URL and FLOTILLA_PREFIX as every entry point reads them. */
 export function defaultFlotillaClient(): FlotillaClient {
-  defaultClient ??= new FlotillaClient({ prefix: process.env.FLOTILLA_PREFIX ?? DEFAULTS.prefix });
+  defaultClient ??= new FlotillaClient();
   return defaultClient;
 }
 

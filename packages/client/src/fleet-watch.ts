@@ -52,6 +52,7 @@ export interface WatchSources {
 }
 
 interface QueueWatch {
+  name: string;
   unsubscribe: Promise<Unsubscribe>;
   /** Submissions are read from this creation time on (ms), skipping the names already seen at it. */
   from: number;
@@ -64,6 +65,17 @@ interface QueueWatch {
   held: Array<{ event: TaskWatchEvent; seq: number }> | undefined;
   /** For one round after: the round's tasks' record numbers, so a message that arrives late is not told twice. */
   late: Map<string, number>;
+  /**
+   * Tasks the channel spoke of before their submission was told: their events, held until a read of
+   * submissions that began after the first of them (`after`: the reads begun by then) tells it, or
+   * finds none (the task predates the watch). See route.
+   */
+  waiting: Map<string, { events: TaskWatchEvent[]; after: number }>;
+  /** Reads of submissions begun so far. */
+  reads: number;
+  /** The read asked for and not yet begun (asking again joins it), and the last one in the chain. */
+  queued: Promise<void> | undefined;
+  tail: Promise<void>;
 }
 
 type TaskWatchEvent = Extract<WatchEvent, { taskId: string }>;
@@ -71,14 +83,17 @@ const ENDED = new Set(["COMPLETED", "FAILED", "CANCELLED"]);
 
 const RUNS_PER_ROUND = 100;
 const SUBMITS_PER_ROUND = 1000;
+/** Tasks remembered as told (or older than the watch) at most; one forgotten costs a read when it speaks again. */
+const KNOWN_TASKS = 100_000;
 
 /**
  * A live feed of the fleet's lifecycle: tasks submitted, started and finished, workers joining,
  * leaving and changing state, graph runs starting and finishing — from now on (no replay: list
  * tasks or runs for what came before). Status changes come from the queues' status channels as
  * they happen; submissions (from the queues' task index), workers (their heartbeats) and runs are
- * read every `pollMs`, so they are up to that late, and a task's `task.submitted` may follow its
- * `task.started`. Read it with `for await` (one reader); `close()` ends it.
+ * read every `pollMs`, so they are up to that late. A task's events come in the order they
+ * happened: a status change of a task whose submission was not told yet waits for a read of the
+ * submissions made at once, which tells it first. Read it with `for await` (one reader); `close()` ends it.
  */
 export class FleetWatch implements AsyncIterable<WatchEvent> {
   /** Resolves once the feed is live: channels subscribed and the fleet's present state read. */
@@ -93,6 +108,8 @@ export class FleetWatch implements AsyncIterable<WatchEvent> {
   /** From when submissions are reported (Redis's clock at the start). */
   private since = 0;
   private readonly queues = new Map<string, QueueWatch>();
+  /** Tasks whose submission was told, or that were submitted before the watch: their changes are told as they come. */
+  private readonly known = new Map<string, true>();
   /** The live workers at the last round. */
   private workers = new Map<string, WorkerStatus>();
   /** Runs seen and their status; finished ones are forgotten once they leave the newest page. */
@@ -125,7 +142,11 @@ export class FleetWatch implements AsyncIterable<WatchEvent> {
   private async poll(): Promise<void> {
     try {
       await this.syncQueues();
-      for (const queue of this.queues.keys()) await this.readSubmitted(queue);
+      for (const [queue, cursor] of this.queues) {
+        // What came late from the channel after a first round is dropped for one round only.
+        if (!cursor.held) cursor.late.clear();
+        await this.readSoon(queue);
+      }
       this.diffWorkers(await this.readWorkers());
       if (this.options.queue === undefined) await this.diffRuns();
     } catch (err) {
@@ -139,7 +160,18 @@ export class FleetWatch implements AsyncIterable<WatchEvent> {
     const hub = await this.src.hub();
     for (const queue of names) {
       if (this.queues.has(queue) || this.closed) continue;
-      const watch: QueueWatch = { unsubscribe: Promise.resolve(async () => {}), from: this.since, seenAtFrom: new Set(), held: [], late: new Map() };
+      const watch: QueueWatch = {
+        name: queue,
+        unsubscribe: Promise.resolve(async () => {}),
+        from: this.since,
+        seenAtFrom: new Set(),
+        held: [],
+        late: new Map(),
+        waiting: new Map(),
+        reads: 0,
+        queued: undefined,
+        tail: Promise.resolve(),
+      };
       watch.unsubscribe = subscribeStatus(hub, this.src.keys, queue, (message) => this.onStatus(watch, message));
       this.queues.set(queue, watch);
       await watch.unsubscribe;
@@ -167,17 +199,63 @@ export class FleetWatch implements AsyncIterable<WatchEvent> {
             ? { type: "task.finished", ...base, status, ...(e.error && { error: e.error }) }
             : { type: "task.status", ...base, status };
       if (queue.held) queue.held.push({ event, seq: e.seq });
-      else if (e.seq > (queue.late.get(e.taskId) ?? 0)) this.emit(event);
+      else if (e.seq > (queue.late.get(e.taskId) ?? 0)) this.route(queue, event);
     }
   }
 
-  /** Tasks created since the last round: the index read forward from the newest time seen. */
+  /**
+   * Tells a task's change now when its submission was told (or it predates the watch); else holds
+   * it, with any that follow, and asks for a read of the queue's submissions, which tells the
+   * submission first. The task's status was published after it was created, so a read that begins
+   * after the change arrived finds it, or it was created before the watch.
+   */
+  private route(queue: QueueWatch, event: TaskWatchEvent): void {
+    const waiting = queue.waiting.get(event.taskId);
+    if (waiting) waiting.events.push(event);
+    else if (this.known.has(event.taskId)) this.tell(event);
+    else {
+      queue.waiting.set(event.taskId, { events: [event], after: queue.reads });
+      this.readSoon(queue.name).catch((err: unknown) => this.onError?.(err));
+    }
+  }
+
+  /** Emits a task's event; a task that ended is forgotten (a retry of it from its dead letter is told after a read). */
+  private tell(event: TaskWatchEvent): void {
+    this.emit(event);
+    if (event.type === "task.finished") this.known.delete(event.taskId);
+  }
+
+  private remember(taskId: string): void {
+    this.known.set(taskId, true);
+    if (this.known.size > KNOWN_TASKS) this.known.delete(this.known.keys().next().value!);
+  }
+
+  /** A read of the queue's submissions, one at a time per queue: a read asked for while one runs follows it; asking again before it begins joins it. */
+  private readSoon(queue: string): Promise<void> {
+    const cursor = this.queues.get(queue);
+    if (!cursor || this.closed) return Promise.resolve();
+    if (cursor.queued) return cursor.queued;
+    const read = cursor.tail.then(() => {
+      cursor.queued = undefined;
+      return this.readSubmitted(queue);
+    });
+    cursor.queued = read;
+    cursor.tail = read.catch(() => {});
+    return read;
+  }
+
+  /**
+   * Tasks created since the last round: the index read forward from the newest time seen. Then the
+   * changes held for a submission to be told (see route): those that arrived before this read began
+   * are told, after their submission, or as they are when the read found none (an older task).
+   */
   private async readSubmitted(queue: string): Promise<void> {
     const cursor = this.queues.get(queue)!;
-    if (!cursor.held) cursor.late.clear();
+    const read = ++cursor.reads;
     const fresh: string[] = [];
     // Tasks of the same millisecond as the last one seen are read again and skipped by name.
-    const created = await readCreatedSince(this.src.redis, this.src.keys, queue, cursor.from, cursor.seenAtFrom.size + SUBMITS_PER_ROUND);
+    const limit = cursor.seenAtFrom.size + SUBMITS_PER_ROUND;
+    const created = await readCreatedSince(this.src.redis, this.src.keys, queue, cursor.from, limit);
     for (const { taskId, createdAt } of created) {
       if (createdAt === cursor.from && cursor.seenAtFrom.has(taskId)) continue;
       if (createdAt > cursor.from) {
@@ -185,10 +263,24 @@ export class FleetWatch implements AsyncIterable<WatchEvent> {
         cursor.seenAtFrom = new Set();
       }
       cursor.seenAtFrom.add(taskId);
+      this.remember(taskId);
       this.emit({ type: "task.submitted", queue, taskId, at: createdAt });
       fresh.push(taskId);
     }
     if (cursor.held) await this.catchUp(queue, cursor, fresh);
+    // A full page may have left the rest of the new tasks for the next read.
+    const complete = created.length < limit;
+    let unresolved = false;
+    for (const [taskId, held] of cursor.waiting) {
+      if (!this.known.has(taskId) && (held.after >= read || !complete)) {
+        unresolved = true;
+        continue;
+      }
+      cursor.waiting.delete(taskId);
+      this.remember(taskId);
+      for (const event of held.events) this.tell(event);
+    }
+    if (unresolved && !this.closed) this.readSoon(queue).catch((err: unknown) => this.onError?.(err));
   }
 
   /**
@@ -207,7 +299,7 @@ export class FleetWatch implements AsyncIterable<WatchEvent> {
       const taskId = taskIds[i]!;
       const mine = held.filter((h) => h.event.taskId === taskId);
       if (!r) {
-        for (const h of mine) this.emit(h.event);
+        for (const h of mine) this.tell(h.event);
         continue;
       }
       const heard = mine.reduce((n, h) => Math.max(n, h.seq), 0);
@@ -215,17 +307,21 @@ export class FleetWatch implements AsyncIterable<WatchEvent> {
       if (r.startedAt !== undefined && !mine.some((h) => h.event.type === "task.started")) {
         this.emit({ type: "task.started", ...base, ...(r.workerId && { workerId: r.workerId }), at: r.startedAt });
       }
-      for (const h of mine) this.emit(h.event);
+      for (const h of mine) this.tell(h.event);
       if (r.seq > heard) {
         if (ENDED.has(r.status)) {
           const status = r.status as "COMPLETED" | "FAILED" | "CANCELLED";
-          this.emit({ type: "task.finished", ...base, status, ...(r.error && { error: r.error }), at: r.completedAt ?? Date.now() });
+          this.tell({ type: "task.finished", ...base, status, ...(r.error && { error: r.error }), at: r.completedAt ?? Date.now() });
         } else if (r.status !== "RUNNING" && r.status !== "PENDING") this.emit({ type: "task.status", ...base, status: r.status, at: Date.now() });
       }
       cursor.late.set(taskId, r.seq);
     }
     // Tasks from before the watch: what the channel said of them, as it said it.
-    for (const h of held) if (!round.has(h.event.taskId)) this.emit(h.event);
+    for (const h of held) {
+      if (round.has(h.event.taskId)) continue;
+      this.remember(h.event.taskId);
+      this.tell(h.event);
+    }
   }
 
   /** The live workers (of the queue watched), and every worker the fleet still lists (live or dead). */
@@ -306,7 +402,10 @@ export class FleetWatch implements AsyncIterable<WatchEvent> {
     this.buffer.close();
     await this.ready.catch(() => {});
     await this.round;
-    for (const { unsubscribe } of this.queues.values()) await unsubscribe.then((u) => u()).catch(() => {});
+    for (const { unsubscribe, tail } of this.queues.values()) {
+      await tail;
+      await unsubscribe.then((u) => u()).catch(() => {});
+    }
     this.queues.clear();
   }
 }

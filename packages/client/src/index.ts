@@ -43,3 +43,4 @@ export type { ClientOptions } from "./options.ts";
 export type { CreateScheduleOptions, ScheduledTaskOptions, SchedulesClient } from "./schedules-client.ts";
 export { type AgentLike, prepareSubmission, type Submission, type SubmissionLimits } from "./submission.ts";
 export { type ResultOptions, type StreamOptions, TaskHandle } from "./task-handle.ts";
+export { type OnUnserved, UNSERVED_AFTER_MS, type UnservedNotice } from "./unserved.ts";

@@ -1,14 +1,15 @@
-import { DEFAULTS, parseInput, QueueNameSchema, type Retention, type RetentionOptions, resolveRetention } from "@flotilla/core";
-import type { RedisConnection } from "@flotilla/core/redis";
+import { DEFAULTS, parseInput, QueueNameSchema, type Retention, type RetentionOptions, resolveRetention, ValidationError } from "@flotilla/core";
+import { type ConnectionOptions, type RedisConnection, resolveConnectionOptions } from "@flotilla/core/redis";
 import type { MemoryStore } from "@flotilla/memory";
 import { defaultMetrics, type FlotillaMetrics } from "@flotilla/metrics";
 import { z } from "zod";
 
-export interface ClientOptions {
-  /** Redis URL, ioredis options or client, a Redis Cluster (`{ cluster: ["host:port", …] }` or an ioredis Cluster). @default the cluster REDIS_CLUSTER_NODES names, else process.env.REDIS_URL ?? "redis://127.0.0.1:6379" */
-  redis?: RedisConnection;
-  /** Key prefix shared with the workers. @default "flotilla" */
-  prefix?: string;
+/**
+ * `redis`, `prefix` and `connectTimeoutMs` are the connection options the Bus takes too: an option
+ * given wins, else its environment variable (REDIS_CLUSTER_NODES, REDIS_URL, FLOTILLA_PREFIX), else
+ * the default — the rule of every Flotilla entry point.
+ */
+export interface ClientOptions extends ConnectionOptions {
   /** How long records, events and dead letters are kept. @default DEFAULT_RETENTION */
   retention?: RetentionOptions;
   /** Largest accepted payload (agent + input) as JSON. @default 1_048_576 */
@@ -18,8 +19,6 @@ export interface ClientOptions {
    * is a ValidationError (nothing is written). Workers check what they read against their own. @default 128
    */
   maxJsonDepth?: number;
-  /** How long to wait for Redis to answer before a ConnectionError. @default 5_000 */
-  connectTimeoutMs?: number;
   /** Memory stores by name, for `conversations`; `redis` (this client's connection) is built in. @default { redis } */
   memory?: Record<string, MemoryStore>;
   /** Where submit counts go (OpenTelemetry, and readable with `snapshot()`). @default defaultMetrics() */
@@ -64,15 +63,34 @@ const DurableSubmitSchema = z.object({ replicas: z.number().int().min(1).max(100
 
 const ConcurrencyLimitsSchema = z.record(QueueNameSchema, z.number().int().min(1).max(100_000));
 
+/** Every option `new FlotillaClient()` knows: any other key is refused (a misspelt option would be ignored silently). */
+const CLIENT_OPTION_KEYS: ReadonlySet<string> = new Set<keyof ClientOptions>([
+  "redis",
+  "prefix",
+  "connectTimeoutMs",
+  "retention",
+  "maxPayloadBytes",
+  "maxJsonDepth",
+  "memory",
+  "metrics",
+  "concurrencyLimits",
+  "durableSubmit",
+  "signingSecret",
+]);
+
 /** The one place the client's defaults are applied. */
 export function resolveClientOptions(options: ClientOptions): ResolvedClientOptions {
+  if (typeof options !== "object" || options === null) throw ValidationError.of("client options", "options", "must be an object");
+  const unknown = Object.keys(options).find((key) => !CLIENT_OPTION_KEYS.has(key));
+  if (unknown !== undefined) throw ValidationError.of("client options", unknown, "is not a FlotillaClient option");
+  const connection = resolveConnectionOptions(options);
   return {
-    redis: options.redis,
-    prefix: options.prefix ?? DEFAULTS.prefix,
+    redis: connection.redis,
+    prefix: connection.prefix,
     retention: resolveRetention(options.retention),
     maxPayloadBytes: options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes,
     maxJsonDepth: options.maxJsonDepth ?? DEFAULTS.maxJsonDepth,
-    connectTimeoutMs: options.connectTimeoutMs ?? DEFAULTS.clientConnectTimeoutMs,
+    connectTimeoutMs: connection.connectTimeoutMs,
     memory: options.memory,
     metrics: options.metrics ?? defaultMetrics(),
     concurrencyLimits: parseInput(ConcurrencyLimitsSchema, options.concurrencyLimits ?? {}, "concurrencyLimits"),

@@ -1,5 +1,6 @@
 import {
   type AgentSpecInput,
+  checkJson,
   checkJsonDepth,
   type JsonValue,
   JsonValueSchema,
@@ -17,7 +18,6 @@ import {
   ValidationError,
 } from "@flotilla/core";
 import type { NewTask } from "@flotilla/store";
-import { assertAcyclic } from "./cycles.ts";
 
 /**
  * Anything `submit` accepts as an agent: an object with `toJSON()` (Agent, Swarm) or its plain JSON,
@@ -50,17 +50,22 @@ export interface SubmissionLimits {
  * Validates one submit and prepares what is written, with no I/O: `submit` and `submitMany` both go
  * through here, so they accept and refuse the same things with the same messages. A bad field is a
  * ValidationError naming it; so is a circular reference anywhere in the agent, options or input,
- * and nesting deeper than `maxJsonDepth` (checked first: every later check recurses per level).
+ * anything JSON cannot carry in the input or the metadata (named by its path from `input` or
+ * `metadata`, and why: a BigInt, a Date, NaN, undefined, ...), and nesting deeper than
+ * `maxJsonDepth` (checked first: every later check recurses per level).
  */
 export function prepareSubmission(agent: AgentLike, input: JsonValue, options: SubmitOptions, limits: SubmissionLimits, now: number): Submission {
   const { maxPayloadBytes, maxJsonDepth } = limits;
   const { spec, json: specJson } = checkedSpec(agent, maxJsonDepth);
-  checkJsonDepth((options as { metadata?: unknown } | null | undefined)?.metadata, maxJsonDepth, "metadata");
+  const metadata = (options as { metadata?: unknown } | null | undefined)?.metadata;
+  checkJsonDepth(metadata, maxJsonDepth, "metadata");
   // The rest of the options (metadata is one level down in them): a backstop for fields zod refuses.
   checkJsonDepth(options, maxJsonDepth + 1, "options");
   checkJsonDepth(input, maxJsonDepth, "input");
-  assertAcyclic(options, "options");
-  assertAcyclic(input, "input");
+  // Options hold non-JSON on purpose (`runAt` takes a Date): zod names their fields; metadata is JSON.
+  checkJson(options, "options", { root: "", only: "cycles" });
+  if (metadata !== undefined) checkJson(metadata, "options", { root: "metadata" });
+  checkJson(input, "input");
   const opts = parseInput(SubmitOptionsSchema, options, "options");
   const value = parseInput(JsonValueSchema, input, "input");
   // The JSON of { agent: spec, input }, the spec's part made once per agent.
@@ -114,7 +119,7 @@ function checkedSpec(agent: AgentLike, maxJsonDepth: number): { spec: RunnableSp
     }
   }
   checkJsonDepth(raw, maxJsonDepth, "agent");
-  assertAcyclic(raw, "agent");
+  checkJson(raw, "agent", { root: "", only: "cycles" });
   const spec = parseInput(RunnableSpecSchema, raw, "agent");
   const checked = { raw: text ?? JSON.stringify(raw), spec, json: JSON.stringify(spec) };
   if (serializable) checkedSpecs.set(agent, checked);

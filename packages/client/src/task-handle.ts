@@ -2,6 +2,7 @@ import { type CancelOutcome, requestCancel } from "@flotilla/cancel";
 import {
   type AgentResult,
   ConnectionError,
+  checkJson,
   checkJsonDepth,
   DEFAULTS,
   DeadLetterNotFoundError,
@@ -21,7 +22,9 @@ import {
 import { withRedis } from "@flotilla/core/redis";
 import { type FlotillaEvent, isTerminalEvent, type StatusEvent, streamEvents } from "@flotilla/events";
 import type { TaskResult } from "@flotilla/store";
+import { z } from "zod";
 import type { ClientContext } from "./context.ts";
+import { checkServed, type OnUnserved, type ServedCheck } from "./unserved.ts";
 
 /** A task still running is read again this often while its end is awaited (see result()). */
 export const RECHECK_MS = 5000;
@@ -30,13 +33,34 @@ export interface ResultOptions {
   /** Give up (WaitTimeoutError) after this long. @default no limit */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /**
+   * Told once when the task still waits `UNSERVED_AFTER_MS` (2 s) after the call and no live worker
+   * serves its queue; the wait goes on (a worker that starts later runs it). @default none: nothing is checked
+   */
+  onUnserved?: OnUnserved;
 }
 
 export interface StreamOptions {
   /** Resume after this seq (the last one you saw). @default 0: from the first event */
   after?: number;
   signal?: AbortSignal;
+  /** As `result()`'s: told once when no live worker serves the task's queue; the stream goes on. @default none */
+  onUnserved?: OnUnserved;
 }
+
+const isFunction = (v: unknown): v is (...args: never[]) => unknown => typeof v === "function";
+// Duck-typed: an AbortSignal of another realm (a test runner's, a polyfill's) is one too.
+const SignalSchema = z.custom<AbortSignal>(
+  (v) => typeof v === "object" && v !== null && typeof (v as AbortSignal).aborted === "boolean" && isFunction((v as AbortSignal).addEventListener),
+  "expected an AbortSignal",
+);
+const OnUnservedSchema = z.custom<OnUnserved>(isFunction, "expected a function");
+const ResultOptionsSchema = z
+  .object({ timeoutMs: z.number().min(0).optional(), signal: SignalSchema.optional(), onUnserved: OnUnservedSchema.optional() })
+  .strict();
+const StreamOptionsSchema = z
+  .object({ after: z.number().min(0).optional(), signal: SignalSchema.optional(), onUnserved: OnUnservedSchema.optional() })
+  .strict();
 
 /**
  * A submitted task: read its status, await its result, stream its events, cancel it. `R` is what
@@ -70,23 +94,28 @@ export class TaskHandle<R = AgentResult> {
    * (carrying the task's error) when it ended otherwise. Woken by a notification, not polling.
    */
   async result(options: ResultOptions = {}): Promise<R> {
+    const { timeoutMs, signal, onUnserved } = parseInput(ResultOptionsSchema, options, "result options");
     const ctx = this.ctx;
     const hub = await ctx.hub();
     const feed = await ctx.statusFeed();
     let wake: () => void = () => {};
     let ended: StatusEvent | undefined;
+    const served = checkServed(ctx, this.taskId, onUnserved);
     const unwatch = await withRedis(ctx.redis, () =>
       feed.watch(this.taskId, (event) => {
         if (!event) return wake();
+        if (showsServed(event)) served.progressed();
         if (isTerminalEvent(event)) {
           ended = event;
           wake();
         }
       }),
-    );
+    ).catch((err: unknown) => {
+      served.stop();
+      throw err;
+    });
     // After a reconnect the notification may have been missed: look again.
     const stopReconnect = hub.onReconnect(() => wake());
-    const { timeoutMs, signal } = options;
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<"timeout">((resolve) => {
       if (timeoutMs !== undefined) timer = setTimeout(() => resolve("timeout"), timeoutMs);
@@ -134,6 +163,7 @@ export class TaskHandle<R = AgentResult> {
       clearTimeout(timer);
       // A long-lived signal (an application's shutdown signal, say) must not collect a listener per call.
       if (onAbort) signal?.removeEventListener("abort", onAbort);
+      served.stop();
       stopReconnect();
       unwatch();
     }
@@ -144,10 +174,12 @@ export class TaskHandle<R = AgentResult> {
    * ending after the terminal status event.
    */
   stream(options: StreamOptions = {}): AsyncGenerator<FlotillaEvent, void, undefined> {
+    const { onUnserved, ...rest } = parseInput(StreamOptionsSchema, options, "stream options");
     const ctx = this.ctx;
     // Handed over as a promise so the reader's own generator is the only one per event.
     const source = (async () => ({ redis: ctx.redis, hub: await ctx.hub(), keys: ctx.keys, statusFeed: await ctx.statusFeed() }))();
-    return streamEvents(source, this.taskId, options);
+    const events = streamEvents(source, this.taskId, rest);
+    return onUnserved ? watchingServed(events, checkServed(ctx, this.taskId, onUnserved)) : events;
   }
 
   /**
@@ -190,6 +222,7 @@ export class TaskHandle<R = AgentResult> {
   async signal(name: string, payload: JsonValue = null): Promise<void> {
     const signal = parseInput(SignalNameSchema, name, "signal name");
     checkJsonDepth(payload, DEFAULTS.maxJsonDepth, "signal payload");
+    checkJson(payload, "signal payload", { root: "payload" });
     const json = JSON.stringify(parseInput(JsonValueSchema, payload, "signal payload"));
     if (Buffer.byteLength(json) > DEFAULTS.maxPayloadBytes) {
       throw ValidationError.of("signal payload", "payload", `is ${Buffer.byteLength(json)} bytes; at most ${DEFAULTS.maxPayloadBytes}`);
@@ -207,6 +240,21 @@ export class TaskHandle<R = AgentResult> {
   /** Rejects the tool call the task waits on: it does not run, and the model is told `reason` and decides what to do. */
   reject(reason?: string, signal = "approval"): Promise<void> {
     return this.signal(signal, { approved: false, ...(reason !== undefined && { reason }) });
+  }
+}
+
+/** A status event that shows a worker took the task (it ran, waits for a signal, or ended): pending and retrying show nothing. */
+const showsServed = (event: FlotillaEvent): boolean => event.type !== "status" || (event.status !== "pending" && event.status !== "retrying");
+
+/** The stream as it is, with the served check told of what it shows and stopped when the stream ends. */
+async function* watchingServed(events: AsyncGenerator<FlotillaEvent, void, undefined>, served: ServedCheck): AsyncGenerator<FlotillaEvent, void, undefined> {
+  try {
+    for await (const event of events) {
+      if (showsServed(event)) served.progressed();
+      yield event;
+    }
+  } finally {
+    served.stop();
   }
 }
 

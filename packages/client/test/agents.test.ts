@@ -1,3 +1,4 @@
+// @single: model endpoints; the stream path runs on the cluster in client.test.ts
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -1,3 +1,4 @@
+// @cluster: alert rules over every queue's state, across slots
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Agent } from "@flotilla/agent";

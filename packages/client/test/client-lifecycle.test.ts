@@ -1,3 +1,4 @@
+// @cluster: the default client finds the suite's Redis from the environment (REDIS_CLUSTER_NODES on a cluster)
 import { ErrorCodes, LifecycleError } from "@flotilla/core";
 import { FlotillaMetrics, METRICS } from "@flotilla/metrics";
 import { echo, startRedisServer, testConnection, testRedis, testRedisEnv } from "@flotilla/testing";

@@ -1,3 +1,4 @@
+// @cluster: results and streams followed live (sharded Pub/Sub), cancels of running tasks
 import { getEventListeners } from "node:events";
 import net from "node:net";
 import { Agent } from "@flotilla/agent";
@@ -212,8 +213,8 @@ describe("FlotillaClient", () => {
     const looped = echo().toJSON() as Record<string, unknown>;
     looped.options = { self: looped };
     const cases: Array<[unknown, unknown, unknown, string, string]> = [
-      [echo(), { doc: loop }, {}, "doc.list.0.back", "input.doc.list.0.back refers back to input.doc"],
-      [echo(), loop, {}, "list.0.back", "input.list.0.back refers back to input"],
+      [echo(), { doc: loop }, {}, "input.doc.list.0.back", "input.doc.list.0.back refers back to input.doc"],
+      [echo(), loop, {}, "input.list.0.back", "input.list.0.back refers back to input"],
       [echo(), "x", { metadata: { me: loop } }, "metadata.me.list.0.back", "options.metadata.me.list.0.back refers back to options.metadata.me"],
       [looped, "x", {}, "options.self", "agent.options.self refers back to agent"],
     ];

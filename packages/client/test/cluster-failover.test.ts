@@ -3,6 +3,7 @@
 // and had not yet sent to its replica is gone: the test measures how many plain submits that was,
 // and holds that no durable submit (WAIT for the replica first) acknowledged was lost, and that
 // every task acknowledged and replicated before, or submitted after, completes.
+// @serial: a master killed mid-run; the promotion's timing is the subject
 import { createKeys, ErrorCodes } from "@flotilla/core";
 import { keySlot } from "@flotilla/core/redis";
 import { onCluster, scripted, startRedisCluster, type TestRedisCluster, testPrefix, waitFor } from "@flotilla/testing";

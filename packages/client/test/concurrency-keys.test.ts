@@ -1,3 +1,4 @@
+// @cluster: three workers share each key's limit
 import { Agent } from "@flotilla/agent";
 import { type JsonValue, sleep, ValidationError } from "@flotilla/core";
 import { waitFor } from "@flotilla/testing";

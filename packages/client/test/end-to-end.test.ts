@@ -1,3 +1,4 @@
+// @cluster: submit, worker, result and stream: the whole path on a cluster
 import { echo } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,6 @@
 // A connection lent by an application still on ioredis 5: another copy of ioredis, so no instance of
 // ours. The client and a worker must run on it, and on the duplicates they make of it, as on our own.
+// @single: one lent connection's behaviour (skipped on a cluster)
 import { collect, echo, onCluster, redisUrl } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { Redis } from "ioredis";

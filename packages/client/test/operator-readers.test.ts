@@ -1,5 +1,6 @@
 // What the operator surfaces (CLI, gateway) read and do through the client: queues at a glance,
 // a failed task run again, dead letters purged, alerts read back.
+// @cluster: queues at a glance, fleet and listings: reads across slots
 import { type JsonValue, NotReplicatedError, UnrecoverableError, ValidationError } from "@flotilla/core";
 import { redisStreamSink } from "@flotilla/metrics";
 import { onCluster, scripted, waitFor } from "@flotilla/testing";

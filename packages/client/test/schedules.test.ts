@@ -1,3 +1,4 @@
+// @cluster: workers fire schedule ticks whose records live in slots of their own
 import { Agent } from "@flotilla/agent";
 import { sleep, ValidationError } from "@flotilla/core";
 import { waitFor } from "@flotilla/testing";

@@ -3,6 +3,7 @@
 // replicated) or after it completes, with its result awaited. Submits acknowledged in the moment the
 // failover happens may be lost (replication is asynchronous): the test measures how many, and checks
 // that only such ones are.
+// @serial: a Sentinel failover mid-run, bounded in time: other files' load makes the failover outlast its bound
 import { ErrorCodes } from "@flotilla/core";
 import { collect, scripted, startRedisSentinel, type TestRedisSentinel, testPrefix, waitFor } from "@flotilla/testing";
 import { Worker } from "@flotilla/worker";

@@ -1,3 +1,4 @@
+// @cluster: one call submits to several queues: grouped per slot
 import { echo } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";
 import { describe, expect, it } from "vitest";

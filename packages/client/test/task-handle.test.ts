@@ -1,3 +1,4 @@
+// @cluster: every way a wait for a result ends, on the task's sharded status channel
 import { ErrorCodes, TaskCancelledError, TaskFailedError, TaskNotFoundError, WaitTimeoutError } from "@flotilla/core";
 import { scripted, shardSubscribers, startRedisServer, waitFor } from "@flotilla/testing";
 import { useFlotilla } from "@flotilla/testing/vitest";

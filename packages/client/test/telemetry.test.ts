@@ -1,3 +1,4 @@
+// @single: spans and metrics of the SDKs; the paths they wrap run on the cluster elsewhere
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";

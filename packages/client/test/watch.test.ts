@@ -1,6 +1,7 @@
 // client.watch(): the fleet's lifecycle live — tasks submitted, started, finished; workers joining,
 // changing state, leaving (stopped, or dead: a worker process killed); graph runs starting and
 // finishing; one queue only when asked; a reader that falls behind is told what it lost.
+// @cluster: the fleet's feed live, a worker process killed: channels of every queue's slot
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { defineNode, graphWorker } from "@flotilla/graph";

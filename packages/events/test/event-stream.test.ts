@@ -1,3 +1,4 @@
+// @cluster: streams read live from a task's slot, with gaps filled
 import { createKeys, DEFAULT_RETENTION, TaskNotFoundError } from "@flotilla/core";
 import { openRedis, SubscriberHub } from "@flotilla/core/redis";
 import { TestTaskStore } from "@flotilla/store/testing";

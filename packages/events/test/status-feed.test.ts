@@ -1,3 +1,4 @@
+// @cluster: status feeds subscribed per slot
 import { createKeys, DEFAULT_RETENTION } from "@flotilla/core";
 import { openRedis, SubscriberHub } from "@flotilla/core/redis";
 import { TestTaskStore } from "@flotilla/store/testing";

@@ -1,3 +1,4 @@
+// @cluster: the live half of a stream, message by message, on the task's sharded channel
 import { createKeys, DEFAULT_RETENTION, TaskNotFoundError } from "@flotilla/core";
 import { openRedis, SubscriberHub } from "@flotilla/core/redis";
 import { TestTaskStore } from "@flotilla/store/testing";

@@ -1,3 +1,4 @@
+// @cluster: the fleet's status read from every worker's record, across slots
 import { createKeys } from "@flotilla/core";
 import { onCluster, purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it, vi } from "vitest";

@@ -1,3 +1,4 @@
+// @cluster: conversation memory in Redis: a conversation's keys in one slot
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createKeys, type Keys } from "@flotilla/core";
-import { closeRedis, formatBytes, type OwnedRedis, openRedis, type RedisConnection } from "@flotilla/core/redis";
+import { closeRedis, formatBytes, type OwnedRedis, openRedis, type RedisConnection, resolvePrefix } from "@flotilla/core/redis";
 import { listQueues } from "@flotilla/store";
 import type { Redis } from "ioredis";
 import { readAlerts } from "./alert-sinks.ts";
@@ -52,7 +52,15 @@ export interface AlertEvent {
   at: number;
 }
 
-export type AlertSink = (event: AlertEvent) => void | Promise<void>;
+/**
+ * Where alert events go. A sink may also keep the figures of what fires current: `refresh` is
+ * called after every round the manager evaluates, with the alerts firing and their figures as of
+ * that round (an event is sent only when an alert starts, repeats or resolves), and how long those
+ * figures stay good for (3 rounds).
+ */
+export type AlertSink = ((event: AlertEvent) => void | Promise<void>) & {
+  refresh?: (firing: readonly AlertEvent[], validForMs: number) => void | Promise<void>;
+};
 
 export interface AlertThresholds {
   /** @default 100 */
@@ -160,7 +168,7 @@ export function defaultRules(t: AlertThresholds = {}): AlertRule[] {
 
 export interface AlertManagerOptions {
   redis?: RedisConnection;
-  /** @default "flotilla" */
+  /** @default FLOTILLA_PREFIX, else "flotilla" */
   prefix?: string;
   /** Queues to watch. @default every queue tasks were submitted to */
   queues?: string[];
@@ -213,6 +221,8 @@ export class AlertManager {
   private conn: OwnedRedis | undefined;
   private timer: NodeJS.Timeout | undefined;
   private round: Promise<AlertEvent[]> | undefined;
+  /** Counts stop() calls: a round queued before the last stop does nothing (see stop). */
+  private stops = 0;
   /** Holds the lease (with `exclusive`). */
   private leading = false;
   /** Took the stream's firing alerts as its own (see `resume`): once, and again after each stand-by. */
@@ -221,7 +231,7 @@ export class AlertManager {
 
   constructor(options: AlertManagerOptions) {
     this.options = options;
-    this.keys = createKeys(options.prefix);
+    this.keys = createKeys(resolvePrefix(options.prefix));
     this.rules = options.rules ?? defaultRules(options.thresholds);
   }
 
@@ -231,7 +241,9 @@ export class AlertManager {
   }
 
   private get redis(): Redis {
-    this.conn ??= openRedis(this.options.redis, "command");
+    // Fail fast: a round that cannot reach Redis fails (onError; the next round tries again) rather
+    // than waiting for it, so stop() never waits on a Redis that is gone.
+    this.conn ??= openRedis(this.options.redis, "command", { failFast: true });
     return this.conn.redis;
   }
 
@@ -253,6 +265,9 @@ export class AlertManager {
   async stop(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
+    // Only the round in flight is waited for (its reads fail fast while Redis is down): a slow
+    // Redis may have queued several behind it, and those do nothing now.
+    this.stops++;
     await this.round?.catch(() => {});
     // Hand over at once rather than after the lease: the next manager resumes from the stream.
     if (this.options.exclusive && this.leading) {
@@ -265,7 +280,8 @@ export class AlertManager {
 
   /** One round: reads the figures, checks every rule, sends what changed; returns the events sent. */
   evaluate(now = Date.now()): Promise<AlertEvent[]> {
-    const round = (this.round ?? Promise.resolve([])).catch(() => []).then(() => this.evaluateOnce(now));
+    const stops = this.stops;
+    const round = (this.round ?? Promise.resolve([])).catch(() => []).then(() => (stops === this.stops ? this.evaluateOnce(now) : []));
     this.round = round;
     return round;
   }
@@ -351,6 +367,14 @@ export class AlertManager {
         } catch (err) {
           this.options.onError?.(err);
         }
+      }
+    }
+    const firing = this.active;
+    for (const sink of this.options.sinks) {
+      try {
+        await sink.refresh?.(firing, 3 * (this.options.intervalMs ?? 15_000));
+      } catch (err) {
+        this.options.onError?.(err);
       }
     }
     return events;

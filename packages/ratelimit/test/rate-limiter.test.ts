@@ -1,3 +1,4 @@
+// @cluster: three limiters on three connections share one bucket and its pause channel
 import { createKeys, ErrorCodes } from "@flotilla/core";
 import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";

@@ -1,3 +1,4 @@
+// @cluster: three scheduler processes, killed: ticks each fired once
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";

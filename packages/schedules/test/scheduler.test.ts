@@ -1,3 +1,4 @@
+// @cluster: schedules and their ticks across slots
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEFAULT_RETENTION, ErrorCodes, LifecycleError } from "@flotilla/core";
 import { recordingLogger, testRedis, waitFor } from "@flotilla/testing";

@@ -1,3 +1,4 @@
+// @single: Temporal mode is not on the cluster pass yet (TESTING.md)
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent, Swarm } from "@flotilla/agent";

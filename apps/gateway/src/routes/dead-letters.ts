@@ -8,6 +8,7 @@ import { AUTH_ERRORS, json, NOT_FOUND, SECURED } from "./responses.ts";
 const tags = ["dead letters"];
 
 const list = createRoute({
+  operationId: "listDeadLetters",
   method: "get",
   path: "/v1/queues/{queue}/dead-letters",
   tags,
@@ -19,6 +20,7 @@ const list = createRoute({
 });
 
 const get = createRoute({
+  operationId: "getDeadLetter",
   method: "get",
   path: "/v1/queues/{queue}/dead-letters/{id}",
   tags,
@@ -30,6 +32,7 @@ const get = createRoute({
 });
 
 const requeue = createRoute({
+  operationId: "requeueDeadLetter",
   method: "post",
   path: "/v1/queues/{queue}/dead-letters/{id}/requeue",
   tags,
@@ -42,6 +45,7 @@ const requeue = createRoute({
 });
 
 const purge = createRoute({
+  operationId: "purgeDeadLetters",
   method: "delete",
   path: "/v1/queues/{queue}/dead-letters",
   tags,

@@ -7,6 +7,7 @@ import { pipeSse } from "../sse.ts";
 import { AUTH_ERRORS, NOT_FOUND, SECURED } from "./responses.ts";
 
 const events = createRoute({
+  operationId: "streamTaskEvents",
   method: "get",
   path: "/v1/tasks/{id}/events",
   tags: ["tasks"],

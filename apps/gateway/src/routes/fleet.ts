@@ -7,6 +7,7 @@ import { AUTH_ERRORS, json, SECURED } from "./responses.ts";
 const tags = ["fleet"];
 
 const queues = createRoute({
+  operationId: "listQueues",
   method: "get",
   path: "/v1/queues",
   tags,
@@ -18,6 +19,7 @@ const queues = createRoute({
 });
 
 const workers = createRoute({
+  operationId: "listWorkers",
   method: "get",
   path: "/v1/workers",
   tags,
@@ -29,6 +31,7 @@ const workers = createRoute({
 });
 
 const alerts = createRoute({
+  operationId: "listAlerts",
   method: "get",
   path: "/v1/alerts",
   tags,

@@ -5,33 +5,15 @@ import { JsonValueSchema } from "@flotilla/core";
 import { createRoute, z } from "@hono/zod-openapi";
 import { assertAllQueues, requireRole } from "../auth.ts";
 import type { GatewayApp, GatewayDeps } from "../context.ts";
+import { GraphRunSchema, RunPageSchema, RunParams, RunStatusSchema, StartRunSchema } from "../run-schemas.ts";
 import { AUTH_ERRORS, error, json, jsonBody, SECURED } from "./responses.ts";
 
-/** Any JSON object, for what the graph and bus packages shape themselves (their own docs describe it). */
-const Obj = z.record(z.string(), z.unknown());
-
-const RunParams = z.object({
-  runId: z
-    .string()
-    .min(1)
-    .max(200)
-    .openapi({ param: { name: "runId", in: "path" } }),
-});
 const RunsQuery = z.object({
-  status: z.enum(["RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]).optional(),
+  status: RunStatusSchema.optional(),
   graph: z.string().optional(),
   limit: z.coerce.number().int().min(1).max(1000).optional(),
   cursor: z.string().optional(),
 });
-const StartRunSchema = z
-  .object({
-    /** A graph as JSON, or a stored template's `name` / `name@version`. */
-    graph: z.union([z.string().min(1), Obj]),
-    input: JsonValueSchema,
-    options: Obj.optional(),
-  })
-  .strict()
-  .openapi("StartRun");
 const TopicParams = z.object({
   topic: z
     .string()
@@ -60,6 +42,7 @@ const ALL_QUEUES = "Needs a token for every queue (`queues: \"*\"`): a run's nod
 const notFound = { 404: error("No such graph run, or template.") } as const;
 
 const listRuns = createRoute({
+  operationId: "listRuns",
   method: "get",
   path: "/v1/runs",
   tags,
@@ -68,9 +51,10 @@ const listRuns = createRoute({
   middleware: [requireRole("read")] as const,
   ...SECURED,
   request: { query: RunsQuery },
-  responses: { 200: json("A page of runs: `{ runs, nextCursor? }`.", Obj), ...AUTH_ERRORS },
+  responses: { 200: json("A page of runs; pass `nextCursor` back as `cursor` for the next one.", RunPageSchema), ...AUTH_ERRORS },
 });
 const getRun = createRoute({
+  operationId: "getRun",
   method: "get",
   path: "/v1/runs/{runId}",
   tags,
@@ -79,9 +63,14 @@ const getRun = createRoute({
   middleware: [requireRole("read")] as const,
   ...SECURED,
   request: { params: RunParams },
-  responses: { 200: json("The run's status, its nodes' states, outputs and errors.", Obj), ...AUTH_ERRORS, ...notFound },
+  responses: {
+    200: json("The run's status, the graph it was started with, its nodes' states, outputs and errors.", GraphRunSchema),
+    ...AUTH_ERRORS,
+    ...notFound,
+  },
 });
 const startRun = createRoute({
+  operationId: "startRun",
   method: "post",
   path: "/v1/runs",
   tags,
@@ -93,6 +82,7 @@ const startRun = createRoute({
   responses: { 201: json("The run started (or the one an idempotency key already started).", z.object({ runId: z.string() })), ...AUTH_ERRORS, ...notFound },
 });
 const publish = createRoute({
+  operationId: "publishEvent",
   method: "post",
   path: "/v1/topics/{topic}/events",
   tags,
@@ -107,11 +97,13 @@ const publish = createRoute({
 export function registerGraphAndTopicRoutes(app: GatewayApp, { client, bus }: GatewayDeps): void {
   app.openapi(listRuns, async (c) => {
     assertAllQueues(c);
-    return c.json((await client.listRuns(c.req.valid("query"))) as unknown as Record<string, unknown>, 200);
+    // The graph package calls the next page's cursor `cursor`; the API says `nextCursor`, as for tasks.
+    const { runs, cursor } = await client.listRuns(c.req.valid("query"));
+    return c.json({ runs, ...(cursor !== undefined && { nextCursor: cursor }) }, 200);
   });
   app.openapi(getRun, async (c) => {
     assertAllQueues(c);
-    return c.json((await client.graphs.run(c.req.valid("param").runId).status()) as unknown as Record<string, unknown>, 200);
+    return c.json(await client.graphs.run(c.req.valid("param").runId).status(), 200);
   });
   app.openapi(startRun, async (c) => {
     assertAllQueues(c);

@@ -10,6 +10,7 @@ import { AUTH_ERRORS, SECURED } from "./responses.ts";
 const LiveQuery = z.object({ queue: QueueNameSchema.optional().openapi({ description: "Only this queue's tasks and the workers serving it." }) });
 
 const live = createRoute({
+  operationId: "streamFleetEvents",
   method: "get",
   path: "/v1/events",
   tags: ["fleet"],

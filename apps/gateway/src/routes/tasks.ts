@@ -25,6 +25,7 @@ import { AUTH_ERRORS, error, json, jsonBody, NOT_FOUND, SECURED } from "./respon
 const tags = ["tasks"];
 
 const submit = createRoute({
+  operationId: "submitTask",
   method: "post",
   path: "/v1/tasks",
   tags,
@@ -42,6 +43,7 @@ const submit = createRoute({
 });
 
 const getTask = createRoute({
+  operationId: "getTask",
   method: "get",
   path: "/v1/tasks/{id}",
   tags,
@@ -53,6 +55,7 @@ const getTask = createRoute({
 });
 
 const listTasks = createRoute({
+  operationId: "listTasks",
   method: "get",
   path: "/v1/tasks",
   tags,
@@ -65,6 +68,7 @@ const listTasks = createRoute({
 });
 
 const result = createRoute({
+  operationId: "getTaskResult",
   method: "get",
   path: "/v1/tasks/{id}/result",
   tags,
@@ -84,6 +88,7 @@ const result = createRoute({
 });
 
 const cancel = createRoute({
+  operationId: "cancelTask",
   method: "post",
   path: "/v1/tasks/{id}/cancel",
   tags,
@@ -95,6 +100,7 @@ const cancel = createRoute({
 });
 
 const signal = createRoute({
+  operationId: "signalTask",
   method: "post",
   path: "/v1/tasks/{id}/signal",
   tags,
@@ -112,6 +118,7 @@ const signal = createRoute({
 });
 
 const retry = createRoute({
+  operationId: "retryTask",
   method: "post",
   path: "/v1/tasks/{id}/retry",
   tags,

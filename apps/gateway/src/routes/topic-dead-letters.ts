@@ -28,6 +28,7 @@ const NO_LETTER = {
 } as const;
 
 const list = createRoute({
+  operationId: "listSubscriptionDeadLetters",
   method: "get",
   path: PATH,
   tags,
@@ -40,6 +41,7 @@ const list = createRoute({
 });
 
 const get = createRoute({
+  operationId: "getSubscriptionDeadLetter",
   method: "get",
   path: `${PATH}/{id}`,
   tags,
@@ -52,6 +54,7 @@ const get = createRoute({
 });
 
 const republish = createRoute({
+  operationId: "republishSubscriptionDeadLetters",
   method: "post",
   path: `${PATH}/republish`,
   tags,
@@ -64,6 +67,7 @@ const republish = createRoute({
 });
 
 const purge = createRoute({
+  operationId: "purgeSubscriptionDeadLetters",
   method: "delete",
   path: PATH,
   tags,

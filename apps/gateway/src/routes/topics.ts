@@ -13,6 +13,7 @@ const ALL_QUEUES = 'Needs a token for every queue (`queues: "*"`): a topic\'s su
 const TOPIC_NOT_FOUND = { 404: error("No such topic (TOPIC_NOT_FOUND): nothing was published to it or subscribed.") } as const;
 
 const list = createRoute({
+  operationId: "listTopics",
   method: "get",
   path: "/v1/topics",
   tags,
@@ -24,6 +25,7 @@ const list = createRoute({
 });
 
 const stats = createRoute({
+  operationId: "getTopic",
   method: "get",
   path: "/v1/topics/{topic}",
   tags,
@@ -36,6 +38,7 @@ const stats = createRoute({
 });
 
 const inspect = createRoute({
+  operationId: "listTopicEvents",
   method: "get",
   path: "/v1/topics/{topic}/events",
   tags,

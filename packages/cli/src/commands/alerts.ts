@@ -1,9 +1,10 @@
-// `flotilla alerts`: the alerts firing now and the latest alert events, as the workers' alert sink keeps them.
+// `flotilla alerts`: the alerts firing now (their figures as of the rules' last round) and the latest
+// alert events, as the alert sink keeps them.
 import type { FleetClient } from "@flotilla/client";
 import { type Command, Option } from "commander";
 import { integer } from "../args.ts";
 import type { Context } from "../context.ts";
-import { ago, type Colors, table } from "../format.ts";
+import { ago, alertFigure, type Colors, table } from "../format.ts";
 import { show } from "../view.ts";
 import { watchOption } from "./tasks.ts";
 
@@ -32,7 +33,14 @@ export function registerAlerts(program: Command, ctx: Context): void {
 
 function alertsText(c: Colors, { firing, events }: Alerts, now: number): string {
   const severity = (e: AlertEvent) => (e.severity === "critical" ? c.red(e.severity) : c.yellow(e.severity));
-  const firingRows = firing.map((e) => [e.rule, e.queue, severity(e), ago(e.since, now), `${e.value} / ${e.threshold}`, e.message]);
+  const firingRows = firing.map((e) => [
+    e.rule,
+    e.queue,
+    severity(e),
+    ago(e.since, now),
+    `${alertFigure(e.rule, e.value)} / ${alertFigure(e.rule, e.threshold)}`,
+    e.message,
+  ]);
   const eventRows = events.map((e) => [ago(e.at, now), e.state === "firing" ? c.red("firing") : c.green("resolved"), e.rule, e.queue, severity(e), e.message]);
   return [
     c.bold("firing"),

@@ -1,10 +1,11 @@
-// `flotilla runs` and `flotilla run <id>`: workflow graph runs (@flotilla/graph) and their nodes.
+// `flotilla runs` and `flotilla run <id>`: workflow graph runs (@flotilla/graph) and their nodes; `run cancel` and `run retry` are in run-control.ts.
 import type { FlotillaClient } from "@flotilla/client";
 import { type Command, Option } from "commander";
 import { integer, oneOf, RUN_STATUSES } from "../args.ts";
 import type { Context } from "../context.ts";
 import { brief, type Colors, duration, fields, status, table, time } from "../format.ts";
 import { show } from "../view.ts";
+import { registerRunControl } from "./run-control.ts";
 import { watchOption } from "./tasks.ts";
 
 type RunPage = Awaited<ReturnType<FlotillaClient["listRuns"]>>;
@@ -46,9 +47,9 @@ export function registerRuns(program: Command, ctx: Context): void {
       }),
     );
 
-  program
+  const run = program
     .command("run")
-    .description("a graph run and each of its node instances")
+    .description("a graph run and each of its node instances (run cancel / run retry: act on one)")
     .argument("<id>", "the run id")
     .action(
       ctx.action(async (id: string) => {
@@ -56,6 +57,7 @@ export function registerRuns(program: Command, ctx: Context): void {
         await show(ctx, async () => ({ json: run, text: () => runDetails(ctx.colors, run) }));
       }),
     );
+  registerRunControl(run, ctx);
 }
 
 function runsTable(c: Colors, page: RunPage): string {

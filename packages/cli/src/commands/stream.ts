@@ -1,5 +1,5 @@
 // `flotilla stream <id>`: a task's events, those already published then live, until it ends.
-import type { FlotillaEvent, TaskStatus } from "@flotilla/client";
+import type { FlotillaEvent, TaskStatus, UnservedNotice } from "@flotilla/client";
 import { type Command, Option } from "commander";
 import { integer, taskId } from "../args.ts";
 import type { Context } from "../context.ts";
@@ -30,7 +30,8 @@ export async function followTask(ctx: Context, id: string, after: number): Promi
   await handle.status();
   const printer = new EventPrinter(ctx);
   let ended: { status: Ended; error?: { code: string; message: string } | undefined } | undefined;
-  for await (const event of handle.stream({ after, signal: ctx.signal })) {
+  const stream = handle.stream({ after, ...(ctx.signal && { signal: ctx.signal }), onUnserved: (n) => ctx.note(ctx.ce.yellow(unservedLine(n))) });
+  for await (const event of stream) {
     if (ctx.json) ctx.printJson(event);
     else printer.print(event);
     if (event.type === "status" && ENDED[event.status]) ended = { status: ENDED[event.status]!, error: event.error };
@@ -47,6 +48,12 @@ export async function followTask(ctx: Context, id: string, after: number): Promi
   if (ended.status === "FAILED") throw new CliError("TASK_FAILED", `task ${id} failed${why}`);
   if (ended.status === "CANCELLED") throw new CliError("TASK_CANCELLED", `task ${id} was cancelled${why}`);
   return EXIT.OK;
+}
+
+/** Said once on stderr (under --json too: stdout stays the events) while the follow goes on waiting. */
+export function unservedLine(n: UnservedNotice): string {
+  const fleet = n.liveWorkers === 0 ? "no worker is alive" : `${n.liveWorkers} live worker${n.liveWorkers === 1 ? " serves" : "s serve"} other queues`;
+  return `no worker serves queue "${n.queue}" (${fleet}); still waiting for task ${n.taskId}: start one with \`flotilla-worker --queues ${n.queue}\``;
 }
 
 const isEnded = (s: TaskStatus): s is Ended => s === "COMPLETED" || s === "FAILED" || s === "CANCELLED";
