@@ -28,9 +28,13 @@ export interface VitestRun {
  * `vitest run <args>` in `cwd`, with `env` over this process's environment minus what the running
  * vitest set for its own workers (a child that inherits them believes it is a worker).
  */
+/** `env` without the variables set to `undefined`: how a caller unsets one it would inherit. */
+const definedOnly = (env: Record<string, string | undefined>): Record<string, string> =>
+  Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
+
 export async function runVitest(cwd: string, args: string[], env: Record<string, string | undefined> = {}): Promise<VitestRun> {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("VITEST") && k !== "TEST" && k !== "NODE_ENV"));
-  const child = spawnCaptured(process.execPath, [vitestCli(), "run", ...args], { cwd, env: { ...base, NO_COLOR: "1", FORCE_COLOR: "0", ...env } });
+  const child = spawnCaptured(process.execPath, [vitestCli(), "run", ...args], { cwd, env: definedOnly({ ...base, NO_COLOR: "1", FORCE_COLOR: "0", ...env }) });
   const code = await child.done;
   const stdout = child.stdout();
   const lines = stdout

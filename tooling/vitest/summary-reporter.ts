@@ -11,6 +11,8 @@ export interface RunSummary {
   brokenSetups: string[];
   /** Skipped tests by the note they were skipped with (`ctx.skip(note)`): how to enable them. */
   skippedByNote: Map<string, number>;
+  /** Every file with its wall-clock duration (ms), slowest first: where a run's time goes. */
+  durations: Array<{ file: string; ms: number }>;
 }
 
 const firstLine = (text: string | undefined) => (text ?? "").split("\n")[0];
@@ -30,8 +32,9 @@ function brokenAncestor(test: TestCase): TestSuite | TestModule | undefined {
  * Only the APIs vitest 3 to 5 share (`TestModule`, `TestCase.result()`, `errors()`).
  */
 export function summarize(modules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown>, root = process.cwd()): RunSummary {
-  const summary: RunSummary = { passed: 0, failed: unhandledErrors.length, skipped: 0, brokenSetups: [], skippedByNote: new Map() };
+  const summary: RunSummary = { passed: 0, failed: unhandledErrors.length, skipped: 0, brokenSetups: [], skippedByNote: new Map(), durations: [] };
   for (const mod of modules) {
+    summary.durations.push({ file: relative(root, mod.moduleId), ms: Math.round(mod.diagnostic().duration) });
     const notRun = new Map<TestSuite | TestModule, number>();
     for (const test of mod.children.allTests()) {
       const result = test.result();
@@ -61,12 +64,22 @@ export function summarize(modules: ReadonlyArray<TestModule>, unhandledErrors: R
       summary.brokenSetups.push(`${where}: ${firstLine(errors[0]?.message)} (${consequence})`);
     }
   }
+  summary.durations.sort((a, b) => b.ms - a.ms);
   return summary;
 }
 
+/** How many of the slowest files the closing lines name: `FLOTILLA_TEST_SLOWEST` (CI sets 20), else none. */
+export function slowestCount(env: NodeJS.ProcessEnv = process.env): number {
+  const n = Number.parseInt(env.FLOTILLA_TEST_SLOWEST ?? "", 10);
+  return Number.isFinite(n) && n > 0 ? n : 0;
+}
+
 /** The closing lines: what failed outside a test, why tests were skipped, and last `tests: N passed, N failed, N skipped`. */
-export function formatSummary(s: RunSummary): string {
+export function formatSummary(s: RunSummary, slowest = 0): string {
+  const listed = s.durations.slice(0, slowest);
   const lines = [
+    ...(listed.length > 0 ? [`  the ${listed.length} slowest files (wall clock, s):`] : []),
+    ...listed.map(({ file, ms }) => `  ${(ms / 1000).toFixed(1).padStart(7)}  ${file}`),
     ...s.brokenSetups.map((b) => `  failed outside a test: ${b}`),
     ...[...s.skippedByNote].map(([note, n]) => `  ${n} skipped: ${note}`),
     `tests: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped`,
@@ -77,7 +90,7 @@ export function formatSummary(s: RunSummary): string {
 /** Prints one plain closing line, `tests: N passed, N failed, N skipped`, that CI readers understand, after what explains it. */
 export default class SummaryReporter implements Reporter {
   async onTestRunEnd(modules: ReadonlyArray<TestModule>, errors: ReadonlyArray<unknown>): Promise<void> {
-    const text = formatSummary(summarize(modules, errors));
+    const text = formatSummary(summarize(modules, errors), slowestCount());
     // Last: vitest 3's default reporter prints its own summary right after this hook is called (in onFinished).
     await new Promise((resolve) => setImmediate(resolve));
     process.stdout.write(text);
