@@ -188,6 +188,9 @@ export const QueueOverviewSchema = z
       .object({ completed: z.number(), failed: z.number(), cancelled: z.number(), retried: z.number(), windowMs: z.number() })
       .openapi({ description: "Outcomes recorded over the last `windowMs`." }),
     waitP95Ms: z.number().optional().openapi({ description: "95th percentile of how long its tasks waited before they first started, over that window." }),
+    workers: z
+      .number()
+      .openapi({ description: "Live workers serving the queue now. 0 with tasks waiting: nothing will start them until a worker serving it joins." }),
   })
   .openapi("QueueOverview");
 

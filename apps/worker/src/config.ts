@@ -8,6 +8,7 @@ import type { MemoryStore } from "@flotilla/memory";
 import type { RateLimitOptions } from "@flotilla/ratelimit";
 import type { NodeExecutor, SubscriptionRunner } from "@flotilla/worker";
 import { z } from "zod";
+import { checkModuleShape } from "./module-shape.ts";
 import { nearestFlag } from "./nearest-flag.ts";
 import { checkRedisConfig, RedisConfigShape } from "./redis-config.ts";
 
@@ -261,7 +262,7 @@ function byName<T extends { name: string }>(items: Named<T>): Record<string, T> 
  * Loads the user's module: `export const tools` (an array or a record by name), `agents`,
  * `providerFactory`, `openAICompatible`, `memory`, `graph` (graph node types: `graphWorker(…)` of
  * @flotilla/graph), `bus` (subscriptions: `busWorker(…)` of @flotilla/bus), `rateLimits` (fleet-wide
- * rate limits) — or the same as its default export.
+ * rate limits) — or the same as its default export; anything else stops the start (module-shape.ts).
  */
 export async function loadWorkerModule(path: string | undefined, cwd = process.cwd()): Promise<WorkerModule> {
   const empty: WorkerModule = {
@@ -276,9 +277,7 @@ export async function loadWorkerModule(path: string | undefined, cwd = process.c
   };
   if (!path) return empty;
   const url = pathToFileURL(isAbsolute(path) ? path : resolve(cwd, path)).href;
-  const mod = (await import(url)) as ModuleExports & { default?: ModuleExports };
-  const named = ["tools", "agents", "providerFactory", "openAICompatible", "memory", "graph", "bus", "rateLimits"] as const;
-  const source = mod.default && !named.some((k) => mod[k] !== undefined) ? mod.default : mod;
+  const source = checkModuleShape(await import(url), path) as ModuleExports;
   return {
     tools: byName(source.tools),
     agents: source.agents as Array<Agent | Swarm | RunnableSpec> | undefined,

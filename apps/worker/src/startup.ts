@@ -1,5 +1,6 @@
 import { ErrorCodes, FlotillaError, ValidationError } from "@flotilla/core";
 import { loadWorkerModule, type WorkerModule } from "./config.ts";
+import { ModuleShapeError } from "./module-shape.ts";
 
 // Startup failures the operator can fix, said in words. A bad configuration (exit 2) is a
 // ValidationError naming the setting; an error of the user's own code is kept in `details.cause`
@@ -13,6 +14,7 @@ export async function loadModule(path: string | undefined): Promise<WorkerModule
   try {
     return await loadWorkerModule(path);
   } catch (err) {
+    if (err instanceof ModuleShapeError) throw err; // loaded, but not a shape a worker serves: says so itself
     throw bad("module", `cannot load ${path} (--module / FLOTILLA_MODULE): ${(err as Error)?.message ?? err}`, err);
   }
 }

@@ -45,6 +45,21 @@ describe("flotilla-worker startup errors", () => {
     expect(missing.stderr).toMatch(/module: cannot load \.\/no-such-module\.js .*Cannot find module/);
   });
 
+  it("exits 2 when the module exports what a worker does not serve, saying where it belongs", async () => {
+    const nodes = fixture("shapes/nodes-module.ts");
+    const misplaced = await run(["--module", nodes]);
+    expect(misplaced.code, misplaced.stderr).toBe(2);
+    expect(misplaced.stderr).toContain(
+      `invalid worker configuration: module: ${nodes} (--module / FLOTILLA_MODULE) exports \`nodes\`, which a worker does not serve: graph node types are served as \`export const graph = graphWorker({ nodes })\``,
+    );
+    const both = await run(["--module", fixture("shapes/both-module.ts")]);
+    expect(both.code, both.stderr).toBe(2);
+    expect(both.stderr).toMatch(/module: .*both-module\.ts .* has both a default export and named exports \(tools\)/);
+    const plain = await run(["--module", fixture("shapes/plain-graph-module.ts")]);
+    expect(plain.code, plain.stderr).toBe(2);
+    expect(plain.stderr).toMatch(/module: .*plain-graph-module\.ts .*: `graph` must be what graphWorker\(\{ nodes \}\) of @flotilla\/graph returns/);
+  });
+
   it("refuses a Redis URL of another scheme at once (exit 2), not after the connect timeout", async () => {
     const { code, stderr } = await run(["--redis", "http://127.0.0.1:6379"]);
     expect(code).toBe(2);

@@ -27,15 +27,19 @@ describe("flotilla queues / workers / alerts", () => {
     const { queues } = await json<{ queues: QueueOverview[] }>(env.prefix, ["queues"]);
     expect(queues.map((q) => q.queue)).toEqual(["cli-q-busy", "cli-q-idle"]);
     const [busy, idle] = queues;
-    expect(idle).toMatchObject({ waiting: 3, lanes: { high: 1, normal: 1, low: 1 }, inFlight: 0, dead: 0 });
+    expect(idle).toMatchObject({ waiting: 3, lanes: { high: 1, normal: 1, low: 1 }, inFlight: 0, dead: 0, workers: 0 });
     expect(idle!.oldestWaitMs).toBeGreaterThanOrEqual(0);
-    expect(busy).toMatchObject({ waiting: 0, dead: 1, recent: { completed: 1, failed: 1, windowMs: 60_000 } });
+    expect(busy).toMatchObject({ waiting: 0, dead: 1, recent: { completed: 1, failed: 1, windowMs: 60_000 }, workers: 1 });
 
     const r = await flotilla(env.prefix, ["queues"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^QUEUE\s+WAITING\s+HIGH\/NORMAL\/LOW\s+IN FLIGHT\s+DELAYED\s+DEAD\s+OLDEST WAIT\s+COMPLETED\s+FAILED/);
     expect(row(r.stdout, "cli-q-idle").slice(0, 6)).toEqual(["cli-q-idle", "3", "1/1/1", "0", "0", "0"]);
     expect(row(r.stdout, "cli-q-busy").slice(0, 9)).toEqual(["cli-q-busy", "0", "0/0/0", "0", "0", "1", "-", "1", "1"]);
+    // The last column: live workers serving it; none serves the idle queue, whose tasks will wait.
+    expect(r.stdout).toMatch(/WAIT P95\s+WORKERS\n/);
+    expect(row(r.stdout, "cli-q-idle").at(-1)).toBe("0");
+    expect(row(r.stdout, "cli-q-busy").at(-1)).toBe("1");
     expect(r.stdout).toContain("the last 1m00s");
   });
 

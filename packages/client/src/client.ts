@@ -16,7 +16,7 @@ import {
   TaskStatusSchema,
   ValidationError,
 } from "@flotilla/core";
-import { closeRedis, type OwnedRedis, openRedis, SubscriberHub, waitForReplicas, withRedis } from "@flotilla/core/redis";
+import { closeRedis, type OwnedRedis, openRedis, ReplicaWaiter, SubscriberHub, withRedis } from "@flotilla/core/redis";
 import { StatusFeed } from "@flotilla/events";
 import {
   type CompiledGraph,
@@ -79,6 +79,9 @@ export class FlotillaClient {
   /** Queues whose consumer group and registry entry this client has made sure of. */
   private readonly knownQueues = new Set<string>();
   private closed = false;
+  /** Confirms durable submits (made on first use). */
+  private replicaWaiter: ReplicaWaiter | undefined;
+  private readonly durableConns = new Map<unknown, OwnedRedis>();
   /** Open feeds from `watch()`, closed with the client. */
   private readonly watches = new Set<FleetWatch>();
 
@@ -319,6 +322,7 @@ export class FlotillaClient {
     await this.feed?.close();
     this.feed = undefined;
     if (hub) await (await hub.catch(() => undefined))?.close();
+    await this.replicaWaiter?.close();
     await closeRedis(this.conn);
   }
 
@@ -339,11 +343,24 @@ export class FlotillaClient {
     await this.store.registerQueue(queue);
   }
 
-  /** With `durableSubmit`: resolves once enough replicas have this connection's writes to `queue`'s slot, else a NotReplicatedError. */
+  /**
+   * With `durableSubmit`: resolves once enough replicas have this client's writes to `queue`'s slot,
+   * else a NotReplicatedError. The WAIT goes on connections of the waiter's own, shared by the
+   * submits of a slot in flight together: it never blocks this client's other calls.
+   */
   private async replicated(queue: string, taskIds: readonly string[]): Promise<void> {
     const durable = this.options.durableSubmit;
     if (!durable || taskIds.length === 0) return;
-    const acked = await waitForReplicas(this.conn.redis, this.keys.lane(queue, "normal"), durable.replicas, durable.timeoutMs);
+    this.replicaWaiter ??= new ReplicaWaiter(
+      () => {
+        const owned = openRedis(this.options.redis, "durable", { failFast: true, connectTimeoutMs: this.options.connectTimeoutMs });
+        owned.redis.on("error", () => {}); // surfaced per submit as ConnectionError
+        this.durableConns.set(owned.redis, owned);
+        return owned.redis;
+      },
+      (redis) => closeRedis(this.durableConns.get(redis) ?? { redis, owned: true }),
+    );
+    const acked = await this.replicaWaiter.confirm(this.keys.replicaMark(queue), durable.replicas, durable.timeoutMs);
     if (acked < durable.replicas) throw new NotReplicatedError(taskIds, acked, durable.replicas, durable.timeoutMs);
   }
 

@@ -21,6 +21,11 @@ export interface QueueOverview extends QueueDepth {
   recent: { completed: number; failed: number; cancelled: number; retried: number; windowMs: number };
   /** 95th percentile of how long its tasks waited before they first started, over that window (ms; undefined: none started). */
   waitP95Ms: number | undefined;
+  /**
+   * Live workers serving the queue now (their heartbeats list it, or the graph node type it is the
+   * queue of). 0 with tasks waiting: nothing will start them until a worker serving it joins.
+   */
+  workers: number;
 }
 
 /** `client.fleet`: the workers and the queues they serve. */
@@ -44,12 +49,17 @@ export class FleetClient {
     const windowMs = options.windowMs ?? 60_000;
     const { redis, keys, broker } = this.ctx;
     return withRedis(redis, async () => {
-      const names = await listQueues(redis, keys);
+      const [names, fleet] = await Promise.all([listQueues(redis, keys), getFleetStatus(redis, keys)]);
+      const served = new Map<string, number>();
+      for (const w of fleet.workers) {
+        if (!w.alive) continue;
+        for (const q of new Set([...(w.queues ?? []), ...(w.nodeTypes ?? []).map((t) => `node.${t}`)])) served.set(q, (served.get(q) ?? 0) + 1);
+      }
       return Promise.all(
         names.map(async (queue) => {
           const [depth, stats] = await Promise.all([broker.depth(queue), readQueueStats(redis, keys, queue, windowMs)]);
           const { waitP95Ms, ...recent } = stats;
-          return { queue, ...depth, recent: { ...recent, windowMs }, waitP95Ms };
+          return { queue, ...depth, recent: { ...recent, windowMs }, waitP95Ms, workers: served.get(queue) ?? 0 };
         }),
       );
     });

@@ -32,8 +32,12 @@ export interface ClientOptions extends ConnectionOptions {
    * Durable submits: a submit resolves only once `replicas` replicas of the queue's master have its
    * task (Redis WAIT after the write, for up to `timeoutMs`, default 1_000). Fewer in time: a
    * NotReplicatedError (code NOT_REPLICATED) naming the tasks, which exist on the master and may
-   * not survive a failover now (look them up before you submit them again). Costs one round trip
-   * per submit (per queue of a submitMany). @default undefined: a submit resolves once the master
+   * not survive a failover now (look them up before you submit them again). Each submit ends
+   * within its own `timeoutMs` (plus a round trip), however many are in flight: the WAIT goes on
+   * connections of the client's own (up to 4, opened on first use), after a mark written in the
+   * queue's slot, and one WAIT covers every submit of that slot answered before it; the client's
+   * other calls never wait behind it. Costs two commands per round of submits in flight together.
+   * @default undefined: a submit resolves once the master
    * has the task, and a failover in the next moments may lose it (replication is asynchronous)
    */
   durableSubmit?: { replicas: number; timeoutMs?: number };

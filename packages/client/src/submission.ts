@@ -46,6 +46,15 @@ export interface SubmissionLimits {
   concurrencyLimits?: Readonly<Record<string, number>> | undefined;
 }
 
+/** Options users give a submit that belong elsewhere, and where (the error says so instead of "unknown key"). */
+const MISPLACED_SUBMIT_OPTIONS: Readonly<Record<string, string>> = {
+  rateLimit: "a rate limit is the agent's, not a submit's: new Agent({ rateLimit: \"<name>\" }), drawing from a limit the workers define (rateLimits)",
+  concurrency: "a worker's concurrency is set on the worker; a submit takes concurrencyKey (and concurrencyLimit) to bound tasks of one key",
+  retries: "a submit's retries are maxRetries (and backoff)",
+  timeout: "a submit's timeout is timeoutMs",
+  delay: "a submit's delay is delayMs (or runAt)",
+};
+
 /**
  * Validates one submit and prepares what is written, with no I/O: `submit` and `submitMany` both go
  * through here, so they accept and refuse the same things with the same messages. A bad field is a
@@ -66,7 +75,7 @@ export function prepareSubmission(agent: AgentLike, input: JsonValue, options: S
   checkJson(options, "options", { root: "", only: "cycles" });
   if (metadata !== undefined) checkJson(metadata, "options", { root: "metadata" });
   checkJson(input, "input");
-  const opts = parseInput(SubmitOptionsSchema, options, "options");
+  const opts = parseInput(SubmitOptionsSchema, options, "options", MISPLACED_SUBMIT_OPTIONS);
   const value = parseInput(JsonValueSchema, input, "input");
   // The JSON of { agent: spec, input }, the spec's part made once per agent.
   const payload = `{"agent":${specJson},"input":${JSON.stringify(value)}}`;

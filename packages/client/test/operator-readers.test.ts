@@ -20,7 +20,7 @@ describe("operator readers", () => {
     await client.submit(agent, "l", { queue: "ops-q", priority: "low" });
     await client.submit(agent, "later", { queue: "ops-q", delayMs: 60_000 });
     const before = (await client.fleet.queues()).find((q) => q.queue === "ops-q");
-    expect(before).toMatchObject({ waiting: 4, lanes: { high: 1, normal: 2, low: 1 }, inFlight: 0, delayed: 1, dead: 0 });
+    expect(before).toMatchObject({ waiting: 4, lanes: { high: 1, normal: 2, low: 1 }, inFlight: 0, delayed: 1, dead: 0, workers: 0 });
     expect(before!.oldestWaitMs).toBeGreaterThanOrEqual(0);
 
     await env.worker({ queues: ["ops-q"] });
@@ -30,7 +30,7 @@ describe("operator readers", () => {
       const q = (await client.fleet.queues()).find((x) => x.queue === "ops-q");
       return q && q.recent.completed === 4 ? q : undefined;
     });
-    expect(after).toMatchObject({ waiting: 0, delayed: 1, dead: 1, recent: { completed: 4, failed: 1, windowMs: 60_000 } });
+    expect(after).toMatchObject({ waiting: 0, delayed: 1, dead: 1, recent: { completed: 4, failed: 1, windowMs: 60_000 }, workers: 1 });
     expect(after.waitP95Ms).toBeDefined();
   });
 
@@ -100,4 +100,46 @@ describe("operator readers", () => {
       for (const queue of ["ops-durable", "ops-durable-2", "ops-durable-3"]) await replicated.submit(scripted("d"), "y", { queue });
     }
   });
+
+  it("durableSubmit: submits at once each end within their own timeoutMs, and the client's other calls never wait behind them", async () => {
+    // WAIT blocks the connection it is sent on: sent on the client's shared one, ten submits were
+    // refused after 1, 2, … 10 timeouts, and a read made meanwhile waited behind them all.
+    const timeoutMs = 1_000;
+    const client = env.client({ durableSubmit: { replicas: 5, timeoutMs } });
+    await client.submit(scripted("d"), "warm", { queue: "ops-durable-c" }).catch(() => {}); // queue known, connections open
+    const settled: string[] = [];
+    const started = Date.now();
+    const submits = Array.from({ length: 10 }, (_, i) =>
+      client.submit(scripted("d"), `c${i}`, { queue: i % 2 ? "ops-durable-c" : "ops-durable-d" }).then(
+        () => ({ ok: true, ms: Date.now() - started }),
+        (err: unknown) => {
+          settled.push(`submit ${i}`);
+          return { ok: false, err, ms: Date.now() - started };
+        },
+      ),
+    );
+    // Once every submit's task is written (so their replica checks are under way), a read of the same client.
+    const reader = env.client();
+    await waitFor(async () => {
+      const [c, d] = await Promise.all([reader.fleet.queueDepth("ops-durable-c"), reader.fleet.queueDepth("ops-durable-d")]);
+      return c.waiting >= 6 && d.waiting >= 5;
+    });
+    const depth = client.fleet.queueDepth("ops-durable-c").then((d) => {
+      settled.push("queueDepth");
+      return d;
+    });
+    const outcomes = await Promise.all(submits);
+    expect((await depth).waiting).toBe(6);
+    expect(settled[0]).toBe("queueDepth");
+    for (const o of outcomes) {
+      expect(o).toMatchObject({ ok: false, err: expect.any(NotReplicatedError) });
+      // Refused once its own timeout had passed, not before, and not after the others' (2 s of margin for a loaded machine).
+      expect(o.ms).toBeGreaterThanOrEqual(timeoutMs - 50);
+      expect(o.ms).toBeLessThan(timeoutMs + 2_000);
+    }
+    // Every refused task is on the master, waiting, as a single refused submit leaves it.
+    const ids = outcomes.flatMap((o) => ((o as { err?: NotReplicatedError }).err?.taskIds ?? []) as string[]);
+    expect(ids).toHaveLength(10);
+    for (const id of ids) expect(await client.handle(id).status()).toMatchObject({ status: "PENDING" });
+  }, 30_000);
 });

@@ -98,4 +98,17 @@ describe("submit options", () => {
     await h.redis.hset(h.keys.task(handle.taskId), "status", "BOGUS");
     await expect(handle.result({ timeoutMs: 10_000 })).rejects.toBeInstanceOf(CorruptRecordError);
   });
+
+  it("an option that belongs elsewhere is a ValidationError naming it and where it goes; an unknown one by name; nothing is written", async () => {
+    const client = h.client();
+    const misplaced = await client.submit(echo(), "x", { queue: "misplaced", rateLimit: "openai" } as never).catch((e: unknown) => e);
+    expect(misplaced).toBeInstanceOf(ValidationError);
+    expect(misplaced).toMatchObject({ field: "rateLimit" });
+    expect((misplaced as Error).message).toBe(
+      "invalid options: rateLimit: a rate limit is the agent's, not a submit's: new Agent({ rateLimit: \"<name>\" }), drawing from a limit the workers define (rateLimits)",
+    );
+    const unknown = await client.submit(echo(), "x", { queue: "misplaced", prority: "high" } as never).catch((e: unknown) => e);
+    expect((unknown as Error).message).toBe("invalid options: prority: unknown key");
+    expect(await keysUnder(h.redis, `${h.prefix}:queue:{misplaced}`)).toEqual([]);
+  });
 });

@@ -62,6 +62,8 @@ export interface Keys {
   lane(queue: string, priority: Priority): string;
   /** Stream: entries of the queue that could not be run, with the reason. */
   deadLetters(queue: string): string;
+  /** String: a mark a durable submit's replica check writes in the queue's slot, so that one WAIT covers the submits before it. */
+  replicaMark(queue: string): string;
   /** Sorted set: task names of one lane waiting for a later attempt or a scheduled start, scored by due time. */
   delayed(queue: string, priority?: Priority): string;
   /** Sorted set: the queue's task names by creation time, for listing. */
@@ -196,6 +198,7 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
     lane: (q, p) => (p === "normal" ? tagged("queue", q) : `${tagged("queue", q)}:${p}`),
     delayed: (q, p = "normal") => `${tagged("queue", q)}:delayed${p === "normal" ? "" : `:${p}`}`,
     taskIndex: (q) => `${tagged("queue", q)}:tasks`,
+    replicaMark: (q) => `${tagged("queue", q)}:replicated`,
     kept: (q, kind) => `${tagged("queue", q)}:kept:${kind}`,
     submitMarker: (q, id) => `${tagged("queue", q)}:batch:${id}`,
     handoff: (q) => `${tagged("queue", q)}:handoff`,

@@ -243,14 +243,22 @@ export const TokenUsageSchema = z.object({
 });
 export type TokenUsage = z.infer<typeof TokenUsageSchema>;
 
-export function issuesOf(error: z.ZodError): ValidationIssue[] {
-  return error.issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message }));
+export function issuesOf(error: z.ZodError, misplaced: Readonly<Record<string, string>> = {}): ValidationIssue[] {
+  return error.issues.flatMap((i) =>
+    // An unknown key is named in the path, one issue each, with where it belongs when it is a usual mistake.
+    i.code === "unrecognized_keys"
+      ? i.keys.map((key) => ({ path: [...i.path, key].map(String).join("."), message: misplaced[key] ?? "unknown key" }))
+      : [{ path: i.path.map(String).join("."), message: i.message }],
+  );
 }
 
-/** Parses input at a public boundary; a failure is a ValidationError naming the field. */
-export function parseInput<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
+/**
+ * Parses input at a public boundary; a failure is a ValidationError naming the field. `misplaced`:
+ * keys users put here by mistake, with where they belong (the message for that unknown key).
+ */
+export function parseInput<S extends z.ZodType>(schema: S, value: unknown, what: string, misplaced?: Readonly<Record<string, string>>): z.output<S> {
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new ValidationError(what, issuesOf(parsed.error));
+  if (!parsed.success) throw new ValidationError(what, issuesOf(parsed.error, misplaced));
   return parsed.data;
 }
 

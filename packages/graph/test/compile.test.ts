@@ -1,6 +1,6 @@
-import { ErrorCodes } from "@flotilla/core";
+import { ErrorCodes, ValidationError } from "@flotilla/core";
 import { describe, expect, it } from "vitest";
-import { compileGraph, GraphBuilder, type GraphInput } from "../src/index.ts";
+import { compileGraph, defineNode, GraphBuilder, type GraphInput } from "../src/index.ts";
 
 const invalid = (graph: GraphInput, message: RegExp) => {
   const err = (() => {
@@ -192,5 +192,17 @@ describe("onBranchFailure: which failures fail the run at once, which once the r
       },
       /node j: onBranchFailure is for an all-success join/,
     );
+  });
+});
+
+describe("defineNode: a node type has only what a node type uses", () => {
+  it("refuses fanOut (and the graph's other keys) on a node type, saying it goes on the graph's node; an unknown key by name", () => {
+    const define = (definition: Record<string, unknown>) => () => defineNode({ type: "t", execute: () => 1, ...definition } as never);
+    expect(define({ fanOut: true })).toThrow(ValidationError);
+    expect(define({ fanOut: true })).toThrow(/fanOut: fan-out is declared on the graph's node \(`\{ id, type, fanOut: true \}` in the graph's nodes\)/);
+    expect(define({ next: ["b"] })).toThrow(/next: edges are declared on the graph's node/);
+    expect(define({ exectue: () => 1 })).toThrow(/exectue: unknown key: a node type has type, inputSchema, outputSchema, execute/);
+    expect(() => defineNode({ type: "t" } as never)).toThrow(/execute: must be a function/);
+    expect(defineNode({ type: "t", execute: () => 1 }).type).toBe("t");
   });
 });

@@ -349,6 +349,28 @@ describe("TaskStore claims and a stored cancel", () => {
   });
 });
 
+describe("TaskStore re-queues a dead letter afresh", () => {
+  // The worker's "fresh retry budget" test guards this through a whole worker; this one guards the
+  // script itself (issue 39, item 12): requeue-4.lua resets retries and the delivery allowance.
+  it("gives a re-queued task its retries back and a new delivery allowance: it runs again though it had used both up", async () => {
+    await broker.ensureGroup("b8");
+    const t = task({ queue: "b8", taskId: `b8/t${++n}`, maxRetries: 1, maxDeliveries: 1 });
+    await store.createMany("b8", [t]);
+    const [run] = await store.claim("b8", "w1", 1);
+    if (run?.kind !== "run") throw new Error("not started");
+    // Its one retry spent (as a worker's RETRYING settle leaves it), then the last attempt failed.
+    await redis.hset(keys.task(t.taskId), { retries: 1 });
+    const failed = { status: "FAILED" as const, error: { message: "boom", code: "AGENT_ERROR" }, deadReason: "failed: boom" };
+    await store.settle("b8", "w1", [{ taskId: t.taskId, priority: run.priority, entryId: run.entryId, attempt: 1, agent: "a", ...failed }]);
+    expect(await store.get(t.taskId)).toMatchObject({ status: "FAILED", retries: 1, attempt: 1 });
+    const [letter] = await redis.xrange(keys.deadLetters("b8"), "-", "+");
+    expect(await store.requeueDeadLetter({ queue: "b8", priority: "normal", id: letter![0], taskId: t.taskId })).toMatchObject({ outcome: "ok" });
+    expect(await store.get(t.taskId)).toMatchObject({ status: "PENDING", retries: 0 });
+    // The next claim runs it (its one delivery counts from the requeue), with its whole retry budget.
+    expect(await store.claim("b8", "w2", 1)).toMatchObject([{ kind: "run", taskId: t.taskId, attempt: 2, retries: 0, maxRetries: 1 }]);
+  });
+});
+
 describe("TaskStore settles an entry only while it holds it", () => {
   it("schedules no retry from an entry another consumer took over: the new holder runs the task from it", async () => {
     await broker.ensureGroup("b6");

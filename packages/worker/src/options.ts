@@ -222,9 +222,19 @@ export interface ResolvedWorkerOptions {
   signingSecrets: string[] | undefined;
 }
 
+/** Worker options given by mistake, and where what they hold belongs (the error says so instead of "unknown key"). */
+const MISPLACED_WORKER_OPTIONS: Readonly<Record<string, string>> = {
+  tool: "tools are given as `tools` (a list, or a record by name)",
+  agent: "agents are given as `agents` (a list)",
+  nodes: "graph node types are served through `graph: graphWorker({ nodes })` (@flotilla/graph)",
+  subscriptions: "subscriptions are served through `bus: busWorker({ subscriptions })` (@flotilla/bus)",
+  rateLimit: "fleet-wide rate limits are `rateLimits` (a list of { name, requestsPerMinute, tokensPerMinute })",
+  lease: "the lease is `leaseMs`",
+};
+
 /** The one place the Worker's defaults are applied (from DEFAULTS, shared with health and the worker app). */
 export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOptions {
-  const o = parseInput(WorkerOptionsSchema, options, "worker options");
+  const o = parseInput(WorkerOptionsSchema, options, "worker options", MISPLACED_WORKER_OPTIONS);
   // Checked now, not at start(): REDIS_URL=http://… is a ValidationError from the constructor.
   if (o.redis === undefined) redisFromEnv();
   const fairnessEvery = o.fairnessEvery ?? DEFAULTS.fairnessEvery;

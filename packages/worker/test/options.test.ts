@@ -77,8 +77,8 @@ describe("Worker options", () => {
       [{ fairnessEvery: -1 }, "fairnessEvery", /strict priority/],
       [{ executor: { run() {} } }, "executor.execute", /must be a function/],
       [{ logger: console.log }, "logger", /expected object/],
-      [{ retention: { recordTtl: 5 } }, "retention", /recordTtl/],
-      [{ tool: [lookup] }, "", /tool/],
+      [{ retention: { recordTtl: 5 } }, "retention.recordTtl", /unknown key/],
+      [{ tool: [lookup] }, "tool", /tools are given as `tools`/],
     ];
     for (const [options, field, message] of cases) {
       const err = (() => {

@@ -1022,6 +1022,8 @@ export interface components {
             };
             /** @description 95th percentile of how long its tasks waited before they first started, over that window. */
             waitP95Ms?: number;
+            /** @description Live workers serving the queue now. 0 with tasks waiting: nothing will start them until a worker serving it joins. */
+            workers: number;
         };
         Workers: {
             workers: components["schemas"]["Worker"][];

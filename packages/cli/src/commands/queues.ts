@@ -10,7 +10,7 @@ import { watchOption } from "./tasks.ts";
 export function registerQueues(program: Command, ctx: Context): void {
   program
     .command("queues")
-    .description("per queue: waiting by lane, in flight, delayed, dead, oldest wait, recent outcomes")
+    .description("per queue: waiting by lane, in flight, delayed, dead, oldest wait, recent outcomes, live workers serving it")
     .addOption(new Option("--window <ms>", "how far back recent outcomes count").argParser(integer(1000)).default(60_000))
     .addOption(watchOption())
     .action(
@@ -42,6 +42,8 @@ function queuesTable(c: Colors, queues: readonly QueueOverview[], windowMs: numb
     String(q.recent.cancelled),
     String(q.recent.retried),
     q.waitP95Ms === undefined ? "-" : duration(q.waitP95Ms),
+    // No worker serves it: what waits there never starts (said in red when something waits).
+    q.workers === 0 && q.waiting + q.delayed > 0 ? c.red("0") : String(q.workers),
   ]);
   const r = "right" as const;
   const columns = [
@@ -57,6 +59,7 @@ function queuesTable(c: Colors, queues: readonly QueueOverview[], windowMs: numb
     { header: "CANCELLED", align: r },
     { header: "RETRIED", align: r },
     { header: "WAIT P95", align: r },
+    { header: "WORKERS", align: r },
   ];
   const body = table(c, columns, rows, "no queues (nothing was submitted under this prefix)");
   return queues.length ? `${body}${c.dim(`completed, failed, cancelled, retried, wait p95: the last ${duration(windowMs)}`)}\n` : body;

@@ -34,7 +34,8 @@ export type RedisUrlOptions = RedisOptions & { url: string };
  */
 export type RedisConnection = string | RedisOptions | RedisUrlOptions | Redis | Cluster | RedisClientLike | ClusterConnection;
 
-export type ConnectionRole = "command" | "blocking" | "subscriber";
+/** `durable`: a connection of a client's own for durable submits' replica checks (WAIT blocks it). */
+export type ConnectionRole = "command" | "blocking" | "subscriber" | "durable";
 
 export interface ConnectionPolicy {
   /**
@@ -65,8 +66,8 @@ export interface OwnedRedis {
 }
 
 /**
- * Opens a connection for one role. Blocking and subscriber roles always get their own socket,
- * because a blocked or subscribed connection cannot serve other commands.
+ * Opens a connection for one role. Blocking, subscriber and durable roles always get their own
+ * socket, because a blocked or subscribed connection cannot serve other commands.
  *
  * Through Sentinel, the connection follows a failover by itself (see `sentinelDefaults`).
  *

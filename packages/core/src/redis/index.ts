@@ -48,6 +48,6 @@ export {
 } from "./environment.ts";
 export { LuaScript, type ScriptSource } from "./lua-script.ts";
 export { formatBytes, isFull, parseMemoryInfo, type RedisMemory, readRedisMemory } from "./memory.ts";
-export { waitForReplicas } from "./replicas.ts";
+export { REPLICA_WAITER_CONNECTIONS, ReplicaWaiter } from "./replicas.ts";
 export { isSentinelConnection, type SentinelConnection } from "./sentinel.ts";
 export { type MessageListener, SubscriberHub, type SubscriberHubOptions, type Unsubscribe } from "./subscriber-hub.ts";
