@@ -1,4 +1,5 @@
 // @cluster: worker processes killed at random while their tasks run: takeovers through a cluster's slots
+// @serial: bounds each takeover's time (lease + two scans + 2 s): with three other files' load beside it (load 12) the longest took 6.1 s, past its 4.25 s
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@flotilla/agent";

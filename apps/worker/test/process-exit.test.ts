@@ -49,8 +49,8 @@ describe("a process exits by itself once the package it used is closed", { timeo
   // AlertManager.stop() awaits the round in flight: its reads fail fast (the connection is opened
   // with failFast), so a manager stopped while Redis is down stops, and its process exits.
   it("alerts, Redis down", async () => {
-    // 5 s: a child that exits at all does so within one; this one never does.
-    expect((await closes("alerts", "down", 5_000)).closed).toBe("ok");
+    // The default deadline, like the others: at 5 s a loaded machine (load 12) failed it while the child was still starting.
+    expect((await closes("alerts", "down")).closed).toBe("ok");
   });
 });
 

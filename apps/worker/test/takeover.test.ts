@@ -1,4 +1,5 @@
 // @single: takeovers through one Redis under a backlog; chaos.test.ts runs worker kills through a cluster's slots
+// @serial: bounds each takeover's time (lease + a scan + 2 s): other files' load stretched it past the bound (and lapsed leases) once
 // A backlog, and workers killed (kill -9) while it drains: a killed worker's tasks start again within
 // the bound the worker README promises — their holder's lease, one reclaim scan (at most 0.625 of the
 // scanner's lease), and a slot freeing on the scanning worker — not once the backlog has drained.
@@ -70,7 +71,7 @@ describe("takeover under a backlog", () => {
     const handles: TaskHandle[] = [];
     for (let i = 0; i < TASKS; i += 100) {
       handles.push(
-        ...(await Promise.all(Array.from({ length: Math.min(100, TASKS - i) }, (_, j) => client.submit(agent, `task ${i + j}`, { detailed: true })))),
+        ...(await Promise.all(Array.from({ length: Math.min(100, TASKS - i) }, (_, j) => client.submit(agent, `task ${i + j}`, { detailed: true, maxDeliveries: 10 })))),
       );
     }
     const beganAt = Date.now();
