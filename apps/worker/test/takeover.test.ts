@@ -71,7 +71,9 @@ describe("takeover under a backlog", () => {
     const handles: TaskHandle[] = [];
     for (let i = 0; i < TASKS; i += 100) {
       handles.push(
-        ...(await Promise.all(Array.from({ length: Math.min(100, TASKS - i) }, (_, j) => client.submit(agent, `task ${i + j}`, { detailed: true, maxDeliveries: 10 })))),
+        ...(await Promise.all(
+          Array.from({ length: Math.min(100, TASKS - i) }, (_, j) => client.submit(agent, `task ${i + j}`, { detailed: true, maxDeliveries: 10 })),
+        )),
       );
     }
     const beganAt = Date.now();
