@@ -19,6 +19,9 @@ export function flotillaProject(name: string) {
       environment: "node",
       testTimeout: 30_000,
       hookTimeout: 30_000,
+      // expect.poll waits for a condition: vitest's 1 s default failed a dashboard test once while
+      // four files ran beside it on two cores. A poll that never succeeds still fails, after 10 s.
+      expect: { poll: { timeout: 10_000 } },
       // Integration tests share one Redis; files isolate by key prefix, so they may run in parallel.
       pool: "forks",
     },

@@ -39,7 +39,7 @@ describe("FlotillaClient", () => {
       [() => client.submit(echo(), "x", { queue: "bad{queue}" }), "queue"],
       [() => client.submit(echo(), "x", { timeoutMs: -5 }), "timeoutMs"],
       [() => client.submit(echo(), "x", { taskId: "has space" }), "taskId"],
-      [() => client.submit(echo(), "x", { retries: 3 } as never), "options"],
+      [() => client.submit(echo(), "x", { retries: 3 } as never), "retries"],
       [() => client.submit(echo(), (() => 1) as never), "input"],
       [() => client.submit(echo(), "x".repeat(2_000_000)), "input"],
     ];
