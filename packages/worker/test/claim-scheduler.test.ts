@@ -789,9 +789,15 @@ describe("ClaimScheduler: reclaim scans", () => {
       const high = () => b.scans.filter((s) => s.priority === "high").map((s) => s.at);
       await waitFor(async () => high().length >= 7, { what: "seven scans", timeoutMs: 15_000 });
       const between = gaps(high());
-      expect(Math.min(...between)).toBeGreaterThanOrEqual(440);
+      // Never at a claim round's pace (40 ms here).
+      expect(Math.min(...between)).toBeGreaterThanOrEqual(300);
+      // On average 500 ms apart: a lane is asked some ms after its scan began, and that delay varies
+      // (a single gap was 427 ms once under load, the scan before it asked late), but over six gaps
+      // it shifts the mean by a sixth of one delay at most. Without the jitter's top it would be 400.
+      const mean = between.reduce((a, b) => a + b, 0) / between.length;
+      expect(mean).toBeGreaterThanOrEqual(460);
       // Late by the loop's own delays at most (under load), never by another half lease.
-      expect(between.reduce((a, b) => a + b, 0) / between.length).toBeLessThan(800);
+      expect(mean).toBeLessThan(800);
     } finally {
       vi.restoreAllMocks();
     }
