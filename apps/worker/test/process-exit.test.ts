@@ -6,7 +6,19 @@
 // heartbeat and cancel listener), the bus and core's connections have their own in their packages.
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { freePort, HELD_MARK, onCluster, purgePrefix, redisUrl, runToExit, startFaultProxy, testPrefix, testRedis, testRedisEnv } from "@flotilla/testing";
+import {
+  downRedisEnv,
+  exitSteps,
+  exitSummary,
+  onCluster,
+  purgePrefix,
+  redisUrl,
+  runToExit,
+  startFaultProxy,
+  testPrefix,
+  testRedis,
+  testRedisEnv,
+} from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 
 const child = fileURLToPath(new URL("./fixtures/exit/close-package.ts", import.meta.url));
@@ -19,15 +31,15 @@ afterAll(async () => {
 
 const envs = {
   up: async () => testRedisEnv(),
-  down: async () => ({ REDIS_URL: `redis://127.0.0.1:${await freePort()}`, REDIS_CLUSTER_NODES: "" }),
+  down: downRedisEnv,
 };
 
 /** Runs the child for `pkg` and checks it exited by itself; its steps, by name (the error code of a failed one). */
 async function closes(pkg: string, where: keyof typeof envs, timeoutMs = 40_000): Promise<Record<string, string>> {
   const r = await runToExit(child, [pkg], { env: { ...(await envs[where]()), FLOTILLA_PREFIX: prefix }, timeoutMs });
   // What held the process, when it did, is in stderr: shown by the assertion's message.
-  expect({ timedOut: r.timedOut, code: r.code, held: r.stderr.includes(HELD_MARK) }, r.stderr).toEqual({ timedOut: false, code: 0, held: false });
-  return Object.fromEntries((r.reports as Array<{ step: string; code?: string }>).map((s) => [s.step, s.code ?? "ok"]));
+  expect(exitSummary(r), r.stderr).toEqual({ timedOut: false, code: 0, held: false });
+  return exitSteps(r);
 }
 
 // Child processes on a loaded machine: minutes, not the default 30 s; each child has its own deadline below.

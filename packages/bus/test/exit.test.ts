@@ -2,7 +2,19 @@
 // Issue 39.11: a process that made a Bus against a Redis that is down, then closed it, never exited.
 // Each case runs a child (fixtures/exit-after-close.ts) that works, closes, and must then exit by
 // itself, against the suite's Redis and against a port where nothing listens.
-import { freePort, HELD_MARK, onCluster, purgePrefix, redisUrl, runToExit, startFaultProxy, testPrefix, testRedis, testRedisEnv } from "@flotilla/testing";
+import {
+  downRedisEnv,
+  exitSteps,
+  exitSummary,
+  onCluster,
+  purgePrefix,
+  redisUrl,
+  runToExit,
+  startFaultProxy,
+  testPrefix,
+  testRedis,
+  testRedisEnv,
+} from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 
 const child = new URL("./fixtures/exit-after-close.ts", import.meta.url).pathname;
@@ -13,16 +25,11 @@ afterAll(async () => {
   await redis.quit();
 });
 
-/** The environment of a Redis that does not answer: a free port, nothing listening. */
-async function downEnv(): Promise<Record<string, string>> {
-  return { REDIS_URL: `redis://127.0.0.1:${await freePort()}`, REDIS_CLUSTER_NODES: "" };
-}
-
 async function run(scenario: string, env: Record<string, string>, args: string[] = [], onReport?: (report: unknown) => void) {
   const r = await runToExit(child, [scenario, ...args], { env: { ...env, FLOTILLA_PREFIX: prefix }, timeoutMs: 40_000, ...(onReport && { onReport }) });
   // What held the process, when it did, is in stderr: shown by the assertion's message.
-  expect({ timedOut: r.timedOut, code: r.code, held: r.stderr.includes(HELD_MARK) }, r.stderr).toEqual({ timedOut: false, code: 0, held: false });
-  return Object.fromEntries((r.reports as Array<{ step: string; code?: string }>).map((s) => [s.step, s.code ?? "ok"]));
+  expect(exitSummary(r), r.stderr).toEqual({ timedOut: false, code: 0, held: false });
+  return exitSteps(r);
 }
 
 // Child processes on a loaded machine: minutes, not the default 30 s; each child has its own deadline below.
@@ -36,7 +43,7 @@ describe("a process with a Bus exits by itself once it is closed", { timeout: 60
   });
 
   it.each(["idle", "publish", "request", "in-flight", "worker"])("%s, Redis down", async (scenario) => {
-    const steps = await run(scenario, await downEnv(), ["60000"]);
+    const steps = await run(scenario, await downRedisEnv(), ["60000"]);
     expect(steps.closed).toBe("ok");
     // Flotilla's error, with its stable code, not ioredis's.
     if (scenario === "publish" || scenario === "request") expect(steps[scenario]).toBe("REDIS_UNAVAILABLE");

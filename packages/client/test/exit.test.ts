@@ -3,37 +3,32 @@
 // once, with Redis up, down (nothing listens) or hung (it accepts the connection and never answers);
 // and a client that finds no Redis says so in Flotilla's words, not ioredis's. Each case is a child
 // process (fixtures/exit-after-close.ts) that must exit by itself.
-import { createServer, type Server, type Socket } from "node:net";
-import { freePort, HELD_MARK, purgePrefix, runToExit, testPrefix, testRedis, testRedisEnv } from "@flotilla/testing";
+import { downRedisEnv, exitSummary, purgePrefix, runToExit, startHungRedis, testPrefix, testRedis, testRedisEnv } from "@flotilla/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const child = new URL("./fixtures/exit-after-close.ts", import.meta.url).pathname;
 const prefix = testPrefix("client-exit");
 const redis = testRedis();
-/** A "Redis" that accepts connections and never answers, nor closes its side when the client does. */
-let hung: Server;
-const held: Socket[] = [];
+let hung: Awaited<ReturnType<typeof startHungRedis>>;
 beforeAll(async () => {
-  hung = createServer({ allowHalfOpen: true }, (socket) => held.push(socket));
-  await new Promise<void>((resolve) => hung.listen(0, "127.0.0.1", resolve));
+  hung = await startHungRedis();
 });
 afterAll(async () => {
-  for (const s of held) s.destroy();
-  await new Promise((resolve) => hung.close(resolve));
+  await hung.close();
   await purgePrefix(redis, prefix);
   await redis.quit();
 });
 
 const envs = {
   up: () => testRedisEnv(),
-  down: async () => ({ REDIS_URL: `redis://127.0.0.1:${await freePort()}`, REDIS_CLUSTER_NODES: "" }),
-  hung: () => ({ REDIS_URL: `redis://127.0.0.1:${(hung.address() as { port: number }).port}`, REDIS_CLUSTER_NODES: "" }),
+  down: downRedisEnv,
+  hung: () => hung.env(),
 };
 
 async function run(scenario: string, redisEnv: Record<string, string>) {
   const r = await runToExit(child, [scenario], { env: { ...redisEnv, FLOTILLA_PREFIX: prefix }, timeoutMs: 40_000 });
   // What held the process, when it did, is in stderr: shown by the assertion's message.
-  expect({ timedOut: r.timedOut, code: r.code, held: r.stderr.includes(HELD_MARK) }, r.stderr).toEqual({ timedOut: false, code: 0, held: false });
+  expect(exitSummary(r), r.stderr).toEqual({ timedOut: false, code: 0, held: false });
   return Object.fromEntries((r.reports as Array<{ step: string; code?: string; message?: string }>).map((s) => [s.step, s]));
 }
 

@@ -70,6 +70,19 @@ export function runToExit(
   });
 }
 
+/**
+ * How a child ended, as the exit tests compare it: `{ timedOut: false, code: 0, held: false }` is a
+ * child that exited by itself, cleanly, and never said what held it.
+ */
+export function exitSummary(run: ExitRun): { timedOut: boolean; code: number | null; held: boolean } {
+  return { timedOut: run.timedOut, code: run.code, held: run.stderr.includes(HELD_MARK) };
+}
+
+/** The steps a child reported (`{ step, code? }` lines), by name: `"ok"`, or the error code of a failed one. */
+export function exitSteps(run: ExitRun): Record<string, string> {
+  return Object.fromEntries((run.reports as Array<{ step: string; code?: string }>).map((s) => [s.step, s.code ?? "ok"]));
+}
+
 /** A timer or socket the child made and has not released, with the code that made it. */
 interface Made {
   type: string;

@@ -14,10 +14,10 @@ export {
   testRedisEnv,
 } from "./connection.ts";
 export { TestServerError } from "./errors.ts";
-export { type ExitRun, HELD_MARK, recordHandles, reportIfHeld, reportIfSlow, runToExit } from "./exit-probe.ts";
+export { type ExitRun, exitSteps, exitSummary, HELD_MARK, recordHandles, reportIfHeld, reportIfSlow, runToExit } from "./exit-probe.ts";
 export { type FaultProxy, startFaultProxy } from "./fault-proxy.ts";
 export { type OpenAIReply, type OpenAIServer, type RecordedRequest, startOpenAIServer } from "./openai-server.ts";
-export { freePort } from "./ports.ts";
+export { downRedisEnv, freePort, startHungRedis } from "./ports.ts";
 export { testPrefix } from "./prefix.ts";
 export { keysUnder, purgePrefix, scanPrefix } from "./purge.ts";
 export { type LoggedLine, recordingLogger } from "./recording-logger.ts";

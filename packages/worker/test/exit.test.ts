@@ -3,31 +3,39 @@
 // Redis up, down (nothing listens) or hung (it accepts the connection and never answers) — or, when
 // Redis went away while it ran, at its drain deadline. Each case is a child process
 // (fixtures/exit-after-stop.ts) that must exit by itself.
-import { createServer, type Server, type Socket } from "node:net";
-import { freePort, HELD_MARK, onCluster, purgePrefix, redisUrl, runToExit, startFaultProxy, testPrefix, testRedis, testRedisEnv } from "@flotilla/testing";
+import {
+  downRedisEnv,
+  exitSteps,
+  exitSummary,
+  onCluster,
+  purgePrefix,
+  redisUrl,
+  runToExit,
+  startFaultProxy,
+  startHungRedis,
+  testPrefix,
+  testRedis,
+  testRedisEnv,
+} from "@flotilla/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const child = new URL("./fixtures/exit-after-stop.ts", import.meta.url).pathname;
 const prefix = testPrefix("worker-exit");
 const redis = testRedis();
-/** A "Redis" that accepts connections and never answers, nor closes its side when the worker does. */
-let hung: Server;
-const held: Socket[] = [];
+let hung: Awaited<ReturnType<typeof startHungRedis>>;
 beforeAll(async () => {
-  hung = createServer({ allowHalfOpen: true }, (socket) => held.push(socket));
-  await new Promise<void>((resolve) => hung.listen(0, "127.0.0.1", resolve));
+  hung = await startHungRedis();
 });
 afterAll(async () => {
-  for (const s of held) s.destroy();
-  await new Promise((resolve) => hung.close(resolve));
+  await hung.close();
   await purgePrefix(redis, prefix);
   await redis.quit();
 });
 
 const envs = {
   up: async () => testRedisEnv(),
-  down: async () => ({ REDIS_URL: `redis://127.0.0.1:${await freePort()}`, REDIS_CLUSTER_NODES: "" }),
-  hung: async () => ({ REDIS_URL: `redis://127.0.0.1:${(hung.address() as { port: number }).port}`, REDIS_CLUSTER_NODES: "" }),
+  down: downRedisEnv,
+  hung: async () => hung.env(),
 };
 
 // Child processes on a loaded machine: minutes, not the default 30 s; each child has its own deadline below.
@@ -41,8 +49,8 @@ describe("a process with a worker exits by itself once it is stopped", { timeout
   ] as const)("%s, Redis %s", async (scenario, where, startCode) => {
     const r = await runToExit(child, [scenario], { env: { ...(await envs[where]()), FLOTILLA_PREFIX: prefix }, timeoutMs: 40_000 });
     // What held the process, when it did, is in stderr: shown by the assertion's message.
-    expect({ timedOut: r.timedOut, code: r.code, held: r.stderr.includes(HELD_MARK) }, r.stderr).toEqual({ timedOut: false, code: 0, held: false });
-    const steps = Object.fromEntries((r.reports as Array<{ step: string; code?: string }>).map((s) => [s.step, s.code ?? "ok"]));
+    expect(exitSummary(r), r.stderr).toEqual({ timedOut: false, code: 0, held: false });
+    const steps = exitSteps(r);
     expect(steps.stopped).toBe("ok");
     // Stopped while starting, a start may end either way; a start that could not connect says why.
     if (scenario === "started") expect(steps.start).toBe(startCode ?? "ok");
@@ -61,7 +69,7 @@ describe("a process with a worker exits by itself once it is stopped", { timeout
           if ((report as { step?: string }).step === "start") void proxy.close();
         },
       });
-      expect({ timedOut: r.timedOut, code: r.code, held: r.stderr.includes(HELD_MARK) }, r.stderr).toEqual({ timedOut: false, code: 0, held: false });
+      expect(exitSummary(r), r.stderr).toEqual({ timedOut: false, code: 0, held: false });
       expect((r.reports as Array<{ step: string }>).map((s) => s.step)).toEqual(["start", "lost", "stopped"]);
     } finally {
       await proxy.close().catch(() => {});
