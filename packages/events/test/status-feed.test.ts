@@ -163,6 +163,9 @@ describe("StatusFeed", () => {
       const feed = new StatusFeed(own, keys);
       await expect(feed.watch("sf8/t", () => {})).rejects.toThrow();
       await server.up();
+      // The next watch subscribes anew once the connection is back; under load its reconnect took
+      // longer than the hub's 500 ms ready timeout once (pnpm test:long), which is not this test's subject.
+      await waitFor(() => own.redis.status === "ready", { what: "the subscriber connection back" });
       await ownStore.create({ taskId: "sf8/t", queue: "sf8", agent: "a", payload: "{}", createdAt: Date.now(), detailed: false, maxRetries: 0, metadata: {} });
       const r = recorder();
       await feed.watch("sf8/t", r.listener);
