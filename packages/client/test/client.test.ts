@@ -79,9 +79,8 @@ describe("FlotillaClient", () => {
     await expect(handle.result()).rejects.toBeInstanceOf(TaskCancelledError);
     const events = await collect(handle.stream());
     expect(events).toMatchObject([{ type: "status", status: "cancelled", error: { message: "changed my mind" } }]);
-    const w = await env.worker({ queues: ["later"] });
     let started = 0;
-    w.on("task:started", () => started++);
+    await env.worker({ queues: ["later"] }, (w) => w.on("task:started", () => started++));
     await waitFor(async () => (await env.redis.xlen(`${env.prefix}:queue:{later}`)) === 0, { what: "entry acknowledged" });
     expect(started).toBe(0);
     expect(await handle.status()).toMatchObject({ status: "CANCELLED", attempt: 0 });

@@ -50,8 +50,12 @@ export interface TestEnv {
   readonly workers: readonly Worker[];
   /** A new FlotillaClient on the prefix (closed by `close()`); `options` override redis and prefix too. */
   client(options?: ClientOptions): FlotillaClient;
-  /** A started Worker on the prefix with TEST_WORKER_DEFAULTS; `options` override anything. */
-  worker(options?: WorkerOptions): Promise<Worker>;
+  /**
+   * A started Worker on the prefix with TEST_WORKER_DEFAULTS; `options` override anything. `listen`
+   * runs before `start()`: a listener added after it may miss the first claim's events (the claim
+   * loop runs while start() finishes).
+   */
+  worker(options?: WorkerOptions, listen?: (worker: Worker) => void): Promise<Worker>;
   /** Submits through the env's own client, `detailed: true` unless told otherwise; returns the task id. */
   submit(agent: AgentLike, input: JsonValue, options?: SubmitOptions): Promise<string>;
   /**
@@ -113,10 +117,11 @@ export function createTestEnv(name: string, options: TestEnvOptions = {}): TestE
       return [...workers];
     },
     client,
-    async worker(workerOptions = {}) {
+    async worker(workerOptions = {}, listen) {
       assertOpen();
       const w = new Worker({ redis: connection, prefix, ...TEST_WORKER_DEFAULTS, ...workerOptions });
       workers.push(w);
+      listen?.(w);
       try {
         await w.start();
       } catch (err) {

@@ -10,9 +10,11 @@ describe("priorities", () => {
   async function startOrder(queue: string, plan: Array<Priority | number>, fairnessEvery: number) {
     const byId = new Map<string, Priority | number>();
     for (const [i, priority] of plan.entries()) byId.set(await h.submit(scripted("p"), `t${i}`, { queue, priority }), priority);
-    const w = await h.worker({ queues: [queue], concurrency: 1, fairnessEvery });
     const order: Array<Priority | number> = [];
-    w.on("task:started", ({ taskId }: { taskId: string }) => order.push(byId.get(taskId)!));
+    // Listening from before start: the first claim can start tasks while start() finishes.
+    await h.worker({ queues: [queue], concurrency: 1, fairnessEvery }, (w) =>
+      w.on("task:started", ({ taskId }: { taskId: string }) => order.push(byId.get(taskId)!)),
+    );
     await waitFor(() => order.length === plan.length, { what: "every task to start" });
     return order;
   }
