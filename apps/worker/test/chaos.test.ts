@@ -1,14 +1,12 @@
 // @cluster: worker processes killed at random while their tasks run: takeovers through a cluster's slots
 // @serial: bounds each takeover's time (lease + two scans + 2 s): with three other files' load beside it (load 12) the longest took 6.1 s, past its 4.25 s
-import { type ChildProcess, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import type { ChildProcess } from "node:child_process";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient, type FlotillaEvent, type TaskHandle } from "@flotilla/client";
-import { purgePrefix, sized, testConnection, testPrefix, testRedis, testRedisEnv } from "@flotilla/testing";
+import { purgePrefix, sized, testConnection, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
+import { spawnApp } from "./spawn-app.ts";
 
-const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
-const module = fileURLToPath(new URL("./fixtures/chaos-module.ts", import.meta.url));
 // 1,000 in CI (about ten kills, every kind of task killed mid-run), 2,000 in `pnpm test:long`.
 const TASKS = Number(process.env.FLOTILLA_CHAOS_TASKS ?? sized({ ci: 1000, long: 2000 }));
 const WORKERS = 3;
@@ -23,19 +21,11 @@ let started = 0;
 const LEASE_MS = 1000;
 
 function startWorker(): ChildProcess {
-  const child = spawn(process.execPath, ["--conditions=@flotilla/source", main], {
-    env: {
-      ...process.env,
-      ...testRedisEnv(),
-      FLOTILLA_PREFIX: prefix,
-      FLOTILLA_MODULE: module,
-      FLOTILLA_CONCURRENCY: "8",
-      FLOTILLA_LEASE_MS: String(LEASE_MS),
-      FLOTILLA_HEARTBEAT_TTL_MS: "1500",
-      FLOTILLA_WORKER_ID: `chaos-${++started}`,
-      FLOTILLA_LOG_LEVEL: "error",
-    },
-    stdio: "ignore",
+  const child = spawnApp({
+    prefix,
+    fixture: "chaos-module.ts",
+    workerId: `chaos-${++started}`,
+    env: { FLOTILLA_CONCURRENCY: "8", FLOTILLA_LEASE_MS: String(LEASE_MS), FLOTILLA_HEARTBEAT_TTL_MS: "1500" },
   });
   live.add(child);
   workerIds.set(child, `chaos-${started}`);

@@ -3,16 +3,14 @@
 // A backlog, and workers killed (kill -9) while it drains: a killed worker's tasks start again within
 // the bound the worker README promises — their holder's lease, one reclaim scan (at most 0.625 of the
 // scanner's lease), and a slot freeing on the scanning worker — not once the backlog has drained.
-import { type ChildProcess, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import type { ChildProcess } from "node:child_process";
 import { Agent } from "@flotilla/agent";
 import { FlotillaClient, type FlotillaEvent, type TaskHandle } from "@flotilla/client";
 import { createKeys } from "@flotilla/core";
-import { purgePrefix, sized, testConnection, testPrefix, testRedis, testRedisEnv } from "@flotilla/testing";
+import { purgePrefix, sized, testConnection, testPrefix, testRedis } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
+import { spawnApp } from "./spawn-app.ts";
 
-const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
-const module = fileURLToPath(new URL("./fixtures/chaos-module.ts", import.meta.url));
 // Enough that the backlog outlasts the bound several times over (checked below), so a takeover that
 // waited behind it would break the bound.
 const TASKS = sized({ ci: 900, long: 2000 });
@@ -35,18 +33,11 @@ let started = 0;
 
 function startWorker(): void {
   const id = `takeover-${++started}`;
-  const child = spawn(process.execPath, ["--conditions=@flotilla/source", main], {
-    env: {
-      ...process.env,
-      ...testRedisEnv(),
-      FLOTILLA_PREFIX: prefix,
-      FLOTILLA_MODULE: module,
-      FLOTILLA_CONCURRENCY: String(CONCURRENCY),
-      FLOTILLA_LEASE_MS: String(LEASE_MS),
-      FLOTILLA_WORKER_ID: id,
-      FLOTILLA_LOG_LEVEL: "error",
-    },
-    stdio: "ignore",
+  const child = spawnApp({
+    prefix,
+    fixture: "chaos-module.ts",
+    workerId: id,
+    env: { FLOTILLA_CONCURRENCY: String(CONCURRENCY), FLOTILLA_LEASE_MS: String(LEASE_MS) },
   });
   live.add(child);
   workerIds.set(child, id);
