@@ -15,6 +15,7 @@ export {
   type OpenAICompatibleEndpoint,
   type ProviderFactory,
 } from "./model.ts";
+export { providerFetch } from "./provider-fetch.ts";
 export { type RunOptions, type RunResult, run } from "./run.ts";
 export { type Script, ScriptSchema, scriptedModel } from "./scripted.ts";
 export { HANDOFF_TOOL } from "./steps.ts";

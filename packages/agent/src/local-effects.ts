@@ -87,6 +87,7 @@ export function localEffects(options: LocalEffectsOptions): LoopEffects {
                     estimate = estimateTokens(agent.instructions, messages, agent.options.maxOutputTokens);
                     return limiter.acquire(limit, { requests: 1, tokens: estimate }, signal);
                   },
+                  beforeSend: () => limiter.waitOutPause?.(limit, signal) ?? Promise.resolve(),
                   onRetryAfter: (ms: number) => limiter.pause(limit, ms),
                 }),
             });

@@ -1,5 +1,6 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { ErrorCodes, FlotillaError } from "@flotilla/core";
+import { providerFetch } from "./provider-fetch.ts";
 import { scriptedModel } from "./scripted.ts";
 
 /** A model as the Vercel AI SDK's provider packages make it (`@ai-sdk/openai`, `@ai-sdk/anthropic`, …). */
@@ -67,7 +68,8 @@ type ProviderFn = (modelId: string) => LanguageModel;
  * Turns `provider:model` names into models, in this order: the worker's `providerFactory`; the
  * built-in `scripted` model; an OpenAI-compatible endpoint configured by name (options or
  * environment); a known provider package that is installed and has its API key set. Anything else
- * is an UNKNOWN_PROVIDER error naming the model and what is missing. Providers are made once.
+ * is an UNKNOWN_PROVIDER error naming the model and what is missing. Providers are made once, and
+ * send through providerFetch (a `providerFactory`'s own providers should too, for rate limits).
  */
 export class ModelResolver {
   private readonly options: ModelResolverOptions;
@@ -115,7 +117,13 @@ export class ModelResolver {
       const { structuredOutputs = true, ...connection } = endpoint;
       // Without supportsStructuredOutputs the provider drops the schema and asks for any JSON object;
       // strict decoding is its default then (`strictJsonSchema` in the agent's provider options turns it off).
-      const provider = createOpenAICompatible({ name, includeUsage: true, supportsStructuredOutputs: structuredOutputs, ...connection });
+      const provider = createOpenAICompatible({
+        name,
+        includeUsage: true,
+        supportsStructuredOutputs: structuredOutputs,
+        fetch: providerFetch(),
+        ...connection,
+      });
       return (id) => provider.chatModel(id);
     }
     const known = this.options.packages?.[name] ?? KNOWN_PROVIDERS[name];
@@ -131,7 +139,8 @@ export class ModelResolver {
     const create = mod[known.factory];
     if (typeof create !== "function") throw unavailable(model, `${known.pkg} has no ${known.factory}()`);
     const baseURL = known.baseURL ? env[known.baseURL] : undefined;
-    return create({ apiKey, ...(baseURL && { baseURL }) });
+    // providerFetch: a rate limit's pause holds a request up to the moment it leaves, and a 429's Retry-After pauses the fleet as its headers arrive.
+    return create({ apiKey, ...(baseURL && { baseURL }), fetch: providerFetch() });
   }
 }
 

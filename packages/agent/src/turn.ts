@@ -15,6 +15,7 @@ import type { AgentEvent, Usage } from "@flotilla/events";
 import type { TurnOutput } from "./loop.ts";
 import { toPrompt } from "./messages.ts";
 import type { LanguageModel } from "./model.ts";
+import { withRequestHooks } from "./provider-fetch.ts";
 import { MAX_RETRY_AFTER_MS, retryAfterMs } from "./retry-after.ts";
 import type { ToolCall } from "./steps.ts";
 
@@ -34,7 +35,16 @@ export interface TurnRequest {
   maxRetryAfterMs?: number;
   /** Awaited before each request to the provider, retries included (a rate limit's acquire). */
   beforeRequest?: (() => Promise<void>) | undefined;
-  /** Told the wait a provider's Retry-After asked for, before the retry waits it out (a rate limit's pause). */
+  /**
+   * Awaited immediately before each request leaves, when the provider sends through providerFetch
+   * (a rate limit's pause that came after the grant holds it).
+   */
+  beforeSend?: (() => Promise<void>) | undefined;
+  /**
+   * Told the wait a provider's Retry-After asked for (at most `maxRetryAfterMs`): a rate limit's
+   * pause. Through providerFetch, the moment the response's headers arrive; else when the error
+   * reaches the turn. Once per request.
+   */
   onRetryAfter?: ((ms: number) => Promise<void>) | undefined;
 }
 
@@ -61,18 +71,33 @@ export async function* modelTurn(request: TurnRequest): AsyncGenerator<AgentEven
     Object.entries(agent.options).filter(([k, v]) => !SETTINGS.includes(k as never) && k !== "maxSteps" && v !== null && typeof v === "object"),
   ) as Record<string, Record<string, JsonValue>>;
   const maxRetries = request.maxRetries ?? 2;
+  const longestPause = request.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS;
   for (let attempt = 0; ; attempt++) {
     let produced = false;
+    // The fleet's pause for this request's Retry-After, once made (by providerFetch or below).
+    let pausing: Promise<void> | undefined;
+    const pauseFleet = (asked: number): Promise<void> | undefined => {
+      if (!request.onRetryAfter) return undefined;
+      if (!pausing) {
+        pausing = request.onRetryAfter(Math.min(asked, longestPause));
+        // Awaited below when the turn retries; a turn that gives up must not leave it unhandled.
+        pausing.catch(() => {});
+      }
+      return pausing;
+    };
     try {
       await request.beforeRequest?.();
-      const { stream } = await model.doStream({
-        prompt: toPrompt(agent.instructions, request.messages),
-        ...(request.tools.length > 0 && { tools: [...request.tools], toolChoice: { type: "auto" } }),
-        ...(agent.outputSchema && { responseFormat: { type: "json", schema: responseSchema(agent.outputSchema) } }),
-        ...settings,
-        providerOptions: providerOptions as never,
-        abortSignal: signal,
-      });
+      const hooks = { beforeSend: request.beforeSend, onRetryAfter: (asked: number) => void pauseFleet(asked) };
+      const { stream } = await withRequestHooks(hooks, () =>
+        model.doStream({
+          prompt: toPrompt(agent.instructions, request.messages),
+          ...(request.tools.length > 0 && { tools: [...request.tools], toolChoice: { type: "auto" } }),
+          ...(agent.outputSchema && { responseFormat: { type: "json", schema: responseSchema(agent.outputSchema) } }),
+          ...settings,
+          providerOptions: providerOptions as never,
+          abortSignal: signal,
+        }),
+      );
       let text = "";
       const toolCalls: ToolCall[] = [];
       let usage: Usage = ZERO;
@@ -110,13 +135,14 @@ export async function* modelTurn(request: TurnRequest): AsyncGenerator<AgentEven
       if (signal.aborted) throw signal.reason;
       // Its rate limit releases the slot: the run stops before this turn, which runs when it resumes.
       if (err instanceof WaitForSignal) throw err;
+      const asked = APICallError.isInstance(err) ? retryAfterMs(err.responseHeaders) : undefined;
+      // The whole fleet backs off, not only this turn (the limit it draws from grants nothing
+      // meanwhile), whether or not this turn tries again. Made already when providerFetch saw the headers.
+      const paused = asked === undefined ? undefined : pauseFleet(asked);
       const error = modelError(err);
       if (produced || attempt >= maxRetries || !APICallError.isInstance(err) || !err.isRetryable) throw error;
-      const asked = retryAfterMs(err.responseHeaders);
-      const delay = asked === undefined ? exponentialDelay(TURN_RETRY_BACKOFF, attempt) : Math.min(asked, request.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS);
-      // The whole fleet backs off, not only this turn: the limit it draws from grants nothing meanwhile.
-      if (asked !== undefined) await request.onRetryAfter?.(delay);
-      await sleep(delay, signal);
+      await paused;
+      await sleep(asked === undefined ? exponentialDelay(TURN_RETRY_BACKOFF, attempt) : Math.min(asked, longestPause), signal);
     }
   }
 }

@@ -1,5 +1,7 @@
 // The agent runtime against a real OpenAI-compatible endpoint: a local chat-completions server
 // (@flotilla/testing), reached through @ai-sdk/openai-compatible as a worker would reach vLLM or Ollama.
+
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { AgentSpec } from "@flotilla/core";
 import { startOpenAIServer } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
@@ -7,7 +9,7 @@ import { z } from "zod";
 import { Agent } from "../src/agent.ts";
 import { ModelResolver } from "../src/model.ts";
 import { run } from "../src/run.ts";
-import { modelTurn } from "../src/turn.ts";
+import { modelTurn, type TurnRequest } from "../src/turn.ts";
 import { drain } from "./fixtures/drain.ts";
 
 const server = await startOpenAIServer();
@@ -80,9 +82,17 @@ describe("structured output on an OpenAI-compatible endpoint", () => {
 
 describe("a provider's Retry-After on a 429", () => {
   const spec: AgentSpec = { kind: "agent", name: "a", model: "local:m", instructions: "", tools: [], options: {} };
-  const turn = async (maxRetryAfterMs?: number) => {
-    const model = await models.resolve("local:m");
-    const t = modelTurn({ model, agent: spec, messages: [{ role: "user", content: "hi" }], tools: [], signal: new AbortController().signal, maxRetryAfterMs });
+  const turn = async (maxRetryAfterMs?: number, more: Partial<TurnRequest> = {}) => {
+    const model = more.model ?? (await models.resolve("local:m"));
+    const t = modelTurn({
+      model,
+      agent: spec,
+      messages: [{ role: "user", content: "hi" }],
+      tools: [],
+      signal: new AbortController().signal,
+      maxRetryAfterMs,
+      ...more,
+    });
     for (let next = await t.next(); ; next = await t.next()) if (next.done) return next.value;
   };
   const limited = (headers: Record<string, string>) => ({ status: 429, message: "rate limited", headers });
@@ -111,5 +121,47 @@ describe("a provider's Retry-After on a 429", () => {
     const [c, d] = capped();
     expect(d!.at - c!.at).toBeGreaterThanOrEqual(290);
     expect(d!.at - c!.at).toBeLessThan(30_000);
+  });
+
+  it("pauses the fleet as the 429's headers arrive, before its body, once; a pause holds each request up to the moment it leaves", async () => {
+    const sent = mark();
+    // The body comes 500 ms after the headers (a proxy that flushes headers first).
+    server.reply({ ...limited({ "retry-after": "1" }), bodyDelayMs: 500 }, { text: "after" });
+    const told: Array<{ ms: number; at: number }> = [];
+    let holds = 0;
+    const start = performance.now();
+    const result = await turn(undefined, {
+      onRetryAfter: async (ms) => void told.push({ ms, at: performance.now() }),
+      beforeSend: async () => {
+        holds++;
+        await new Promise((r) => setTimeout(r, 200));
+      },
+    });
+    expect(result.text).toBe("after");
+    const [first, retry] = sent();
+    await first!.done;
+    const bodyEndedAt = performance.now();
+    expect(told).toHaveLength(1);
+    expect(told[0]!.ms).toBe(1000);
+    // Told while the body was still on its way: the body's 500 ms are still ahead of it.
+    expect(first!.at + 500 - told[0]!.at).toBeGreaterThan(0);
+    expect(told[0]!.at).toBeLessThan(bodyEndedAt);
+    // Each request was held by beforeSend before it left.
+    expect(holds).toBe(2);
+    expect(first!.at - start).toBeGreaterThanOrEqual(190);
+    expect(retry!.at - told[0]!.at).toBeGreaterThanOrEqual(990 + 190);
+  });
+
+  it("pauses the fleet once from the error when the provider does not send through providerFetch, and when the turn gives up", async () => {
+    const own = createOpenAICompatible({ name: "own", baseURL: server.baseURL }).chatModel("m");
+    const told: number[] = [];
+    const onRetryAfter = async (ms: number) => void told.push(ms);
+    server.reply(limited({ "retry-after": "1" }), { text: "own" });
+    expect((await turn(undefined, { model: own, onRetryAfter })).text).toBe("own");
+    expect(told).toEqual([1000]);
+    // No retries left: the turn fails, and the fleet still backs off.
+    server.reply(limited({ "retry-after": "2" }));
+    await expect(turn(undefined, { maxRetries: 0, onRetryAfter })).rejects.toMatchObject({ code: "MODEL_ERROR" });
+    expect(told).toEqual([1000, 2000]);
   });
 });

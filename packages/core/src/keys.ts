@@ -163,6 +163,8 @@ export interface Keys {
   schedulesDue(): string;
   /** Hash: a fleet-wide rate limit's token buckets (@flotilla/ratelimit): requests, tokens, when last refilled, paused until. */
   rateLimit(name: string): string;
+  /** Sharded channel (the limit's slot): a pause of the limit was made or lengthened; the message is how long it has left (ms). */
+  rateLimitPaused(name: string): string;
 }
 
 export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
@@ -238,6 +240,7 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
     },
     schedulesDue: () => `${prefix}:{schedules}:due`,
     rateLimit: (name) => tagged("ratelimit", name),
+    rateLimitPaused: (name) => tagged("ratelimit-paused", name),
     graphTemplate: (name) => {
       if (!SAFE_ID.test(name)) throw invalid("template", name);
       return `${prefix}:{graph}:template:${name}`;

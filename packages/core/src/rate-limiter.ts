@@ -15,4 +15,10 @@ export interface RateLimiter {
   account(name: string, tokens: number): Promise<void>;
   /** The provider asked to be left alone (a 429 with Retry-After): the limit grants nothing for `ms`. */
   pause(name: string, ms: number): Promise<void>;
+  /**
+   * Resolves at once when no pause is in force on `name`, else when it ends (rejects with the
+   * signal's reason when aborted). Asked immediately before a granted request leaves: a pause that
+   * came after the grant holds it too. @default none: the grant alone decides
+   */
+  waitOutPause?(name: string, signal: AbortSignal): Promise<void>;
 }

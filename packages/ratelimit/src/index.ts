@@ -1,2 +1,2 @@
 export { type RateLimitOptions, RateLimitOptionsSchema, type ResolvedRateLimit, resolveRateLimit } from "./options.ts";
-export { RedisRateLimiter } from "./rate-limiter.ts";
+export { RedisRateLimiter, type RedisRateLimiterOptions } from "./rate-limiter.ts";

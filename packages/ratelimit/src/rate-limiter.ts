@@ -1,25 +1,54 @@
 import { ErrorCodes, FlotillaError, type Keys, type RateLimiter, sleep, WaitForSignal } from "@flotilla/core";
+import type { SubscriberHub, Unsubscribe } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
 import { type RateLimitOptions, type ResolvedRateLimit, resolveRateLimit } from "./options.ts";
 import { scripts } from "./scripts.ts";
 
+/**
+ * Resolves once the event loop has polled its sockets since the call: a pause announced while this
+ * process was busy (or not scheduled, on a loaded host) sits unread on the subscriber's socket until
+ * a poll, and the work that led to the check began before it. The first immediate ends this turn,
+ * the second comes after the next turn's poll. Microseconds on an idle loop.
+ */
+const readWhatArrived = async (): Promise<void> => {
+  for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+};
+
 /** The longest wait taken in one grant: a longer one is asked for again after this (the limit may change meanwhile). */
 const MAX_GRANTED_WAIT_MS = 10_000;
+
+export interface RedisRateLimiterOptions {
+  /**
+   * Where the limits' pause announcements are heard: a pause made anywhere in the fleet then holds
+   * this limiter's granted requests at once, with no round trip before each one (waitOutPause).
+   * @default none: waitOutPause asks Redis
+   */
+  hub?: SubscriberHub | undefined;
+}
 
 /**
  * Fleet-wide rate limits on Redis token buckets, one hash per limit (its own slot): every worker
  * that draws on a limit shares its buckets, so the fleet as a whole stays within it. Grants go in
- * arrival order (see acquire-1.lua); a provider's Retry-After pauses the limit for everyone.
+ * arrival order (see acquire-1.lua); a provider's Retry-After pauses the limit for everyone, and the
+ * pause is announced on the limit's channel, so requests granted before it and not yet sent wait too.
  */
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: Redis;
   private readonly keys: Keys;
   private readonly limits: ReadonlyMap<string, ResolvedRateLimit>;
+  private readonly hub: SubscriberHub | undefined;
+  /** Each limit's pause channel, subscribed on first use; resolved once live. */
+  private readonly listening = new Map<string, Promise<Unsubscribe>>();
+  /** Limits whose pause channel is live: their pauses are known here as they are made. */
+  private readonly heard = new Set<string>();
+  /** When each limit's pause ends, as heard (this process's clock, ms). */
+  private readonly pausedUntil = new Map<string, number>();
 
-  constructor(redis: Redis, keys: Keys, limits: readonly RateLimitOptions[]) {
+  constructor(redis: Redis, keys: Keys, limits: readonly RateLimitOptions[], options: RedisRateLimiterOptions = {}) {
     this.redis = redis;
     this.keys = keys;
     this.limits = new Map(limits.map((l) => resolveRateLimit(l)).map((l) => [l.name, l]));
+    this.hub = options.hub;
     for (const s of Object.values(scripts)) s.install(redis);
   }
 
@@ -30,6 +59,7 @@ export class RedisRateLimiter implements RateLimiter {
 
   async acquire(name: string, cost: { requests?: number; tokens?: number }, signal: AbortSignal): Promise<void> {
     const limit = this.limit(name);
+    this.listen(name);
     const release = limit.releaseSlotAfterMs;
     const longestWait = release === undefined ? MAX_GRANTED_WAIT_MS : Math.min(release, MAX_GRANTED_WAIT_MS);
     for (;;) {
@@ -43,8 +73,7 @@ export class RedisRateLimiter implements RateLimiter {
         if (wait === 0) return;
         await sleep(wait, signal);
         // Granted ahead of time: a pause that came meanwhile (a 429 to another worker) holds it too.
-        const paused = await this.pausedFor(limit);
-        if (paused > 0) await sleep(paused, signal);
+        await this.waitOutPause(name, signal);
         return;
       }
       // Nothing was taken: the task waits off the worker, and asks again when the limit may grant.
@@ -61,12 +90,66 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   async pause(name: string, ms: number): Promise<void> {
-    await scripts.pause.run(this.redis, [this.keys.rateLimit(name)], [...this.args(this.limit(name)), Math.max(0, Math.ceil(ms))]);
+    const limit = this.limit(name);
+    // This process's own requests hold at once, before Redis has it.
+    this.heardPause(name, ms);
+    await scripts.pause.run(this.redis, [this.keys.rateLimit(name)], [...this.args(limit), Math.max(0, Math.ceil(ms)), this.channel(name)]);
+  }
+
+  /**
+   * Holds a granted request while a pause is in force: as heard on the limit's channel when it is
+   * live (no round trip: the check is as fresh as the moment the request leaves), else as Redis says.
+   */
+  async waitOutPause(name: string, signal: AbortSignal): Promise<void> {
+    const limit = this.limit(name);
+    if (!this.heard.has(name)) {
+      const paused = await this.pausedFor(limit);
+      if (paused > 0) await sleep(paused, signal);
+      return;
+    }
+    await readWhatArrived();
+    // A pause lengthened while this one was waited out holds it longer.
+    for (let left = this.pauseLeft(name); left > 0; left = this.pauseLeft(name)) await sleep(left, signal);
+  }
+
+  /** Stops hearing the limits' pauses (the hub itself is its owner's to close). */
+  async close(): Promise<void> {
+    const listening = [...this.listening.values()];
+    this.listening.clear();
+    this.heard.clear();
+    for (const unsubscribe of listening) await unsubscribe.then((u) => u()).catch(() => {});
+  }
+
+  /** Subscribes the limit's pause channel, once; until it is live, waitOutPause asks Redis. */
+  private listen(name: string): void {
+    if (!this.hub || this.listening.has(name)) return;
+    const subscribed = this.hub.subscribe(this.channel(name), (message) => this.heardPause(name, Number(message)));
+    this.listening.set(name, subscribed);
+    subscribed.then(
+      () => this.listening.has(name) && this.heard.add(name),
+      // Not live (Redis out of reach): the next acquire tries again; meanwhile Redis is asked.
+      () => this.listening.delete(name),
+    );
+  }
+
+  private heardPause(name: string, ms: number): void {
+    if (!(ms > 0)) return;
+    this.pausedUntil.set(name, Math.max(this.pausedUntil.get(name) ?? 0, Date.now() + ms));
+  }
+
+  private pauseLeft(name: string): number {
+    const left = (this.pausedUntil.get(name) ?? 0) - Date.now();
+    if (left <= 0) this.pausedUntil.delete(name);
+    return left;
   }
 
   /** How long the pause in force on a limit has left (ms). */
   private async pausedFor(limit: ResolvedRateLimit): Promise<number> {
-    return (await scripts.pause.run(this.redis, [this.keys.rateLimit(limit.name)], [...this.args(limit), 0])) as number;
+    return (await scripts.pause.run(this.redis, [this.keys.rateLimit(limit.name)], [...this.args(limit), 0, ""])) as number;
+  }
+
+  private channel(name: string): string {
+    return this.keys.rateLimitPaused(name);
   }
 
   private limit(name: string): ResolvedRateLimit {

@@ -1,6 +1,7 @@
 // @cluster: three limiters on three connections share one bucket and its pause channel
 import { createKeys, ErrorCodes } from "@flotilla/core";
-import { purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
+import { openRedis, SubscriberHub } from "@flotilla/core/redis";
+import { purgePrefix, shardSubscribers, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { RedisRateLimiter, resolveRateLimit } from "../src/index.ts";
 
@@ -55,6 +56,53 @@ describe("RedisRateLimiter", () => {
     await limiters[0]!.pause("paused", 600);
     const times = await grantTimes(limiters, "paused", 6);
     expect(times[0]).toBeGreaterThanOrEqual(550);
+  });
+
+  it("holds a request granted before a pause: heard on the limit's channel, or else asked of Redis", async () => {
+    const limit = { name: "told", requestsPerMinute: 60_000 };
+    const hub = new SubscriberHub(openRedis(testConnection(), "subscriber"));
+    // The test listens on a connection of its own: the limiter's subscription is then a second subscriber.
+    const listener = new SubscriberHub(openRedis(testConnection(), "subscriber"));
+    const announced: number[] = [];
+    const channel = keys.rateLimitPaused("told");
+    const unsubscribe = await listener.subscribe(channel, (message) => announced.push(Number(message)));
+    try {
+      const [pauser, asking] = fleet(limit);
+      const hearing = new RedisRateLimiter(connections[2]!, keys, [limit], { hub });
+      // Granted at once; acquiring subscribes the limit's pause channel.
+      await Promise.all([hearing.acquire("told", {}, never), asking!.acquire("told", {}, never)]);
+      await waitFor(async () => (await shardSubscribers(connections[0]!, channel)) === 2, { what: "the limiter's pause channel to be live" });
+      // The grants are in hand and not sent yet; another worker's provider answers 429. This process
+      // is busy meanwhile: the announcement waits unread on its socket when the check begins.
+      for (const limiter of [hearing, asking!]) {
+        await pauser!.pause("told", 600);
+        const busyUntil = performance.now() + 30;
+        while (performance.now() < busyUntil) {}
+        const start = performance.now();
+        await limiter.waitOutPause("told", never);
+        expect(performance.now() - start).toBeGreaterThanOrEqual(500);
+      }
+      // Each pause announced once, with what it had left; a shorter one than the pause in force announces nothing.
+      await pauser!.pause("told", 600);
+      await pauser!.pause("told", 100);
+      await waitFor(() => announced.length >= 3, { what: "the announcements" });
+      await pauser!.pause("told", 0);
+      expect(announced).toHaveLength(3);
+      for (const ms of announced) {
+        expect(ms).toBeGreaterThan(500);
+        expect(ms).toBeLessThanOrEqual(600);
+      }
+      await hearing.waitOutPause("told", never);
+      // With no pause in force, nothing is held.
+      const free = performance.now();
+      await Promise.all([hearing.waitOutPause("told", never), asking!.waitOutPause("told", never)]);
+      expect(performance.now() - free).toBeLessThan(400);
+      await hearing.close();
+      await waitFor(async () => (await shardSubscribers(connections[0]!, channel)) === 1, { what: "the limiter's subscription to end" });
+    } finally {
+      await unsubscribe();
+      await Promise.all([hub.close(), listener.close()]);
+    }
   });
 
   it("names an unknown limit (not retryable), stops at an abort, and leaves no key once full again", async () => {

@@ -7,7 +7,8 @@ import type { AddressInfo } from "node:net";
 export type OpenAIReply =
   | { text: string; chunkSize?: number; delayMs?: number; usage?: { prompt: number; completion: number } }
   | { toolCalls: Array<{ id: string; name: string; args: unknown }>; usage?: { prompt: number; completion: number } }
-  | { status: number; message: string; headers?: Record<string, string> };
+  /** `bodyDelayMs`: the headers go at once, the body this much later (a proxy that flushes headers first). */
+  | { status: number; message: string; headers?: Record<string, string>; bodyDelayMs?: number };
 
 /** One chat-completions request the server received. */
 export interface RecordedRequest {
@@ -82,6 +83,10 @@ export async function startOpenAIServer(): Promise<OpenAIServer> {
     const model = record.body.model;
     if ("status" in reply) {
       res.writeHead(reply.status, { ...reply.headers, "content-type": "application/json" });
+      if (reply.bodyDelayMs) {
+        res.flushHeaders();
+        await new Promise((r) => setTimeout(r, reply.bodyDelayMs));
+      }
       res.end(JSON.stringify({ error: { message: reply.message, type: "test_error", code: null } }));
       return;
     }

@@ -198,7 +198,8 @@ export class WorkerSession {
       openAICompatible: o.openAICompatible,
       model: o.model,
       memory: new MemoryStores(o.memory, () => redis, prefix),
-      ...(o.rateLimits.length > 0 && { rateLimiter: new RedisRateLimiter(redis, createKeys(prefix), o.rateLimits) }),
+      // The hub: a pause made anywhere in the fleet holds this worker's granted requests as it is made.
+      ...(o.rateLimits.length > 0 && { rateLimiter: new RedisRateLimiter(redis, createKeys(prefix), o.rateLimits, { hub: this.hub }) }),
     });
   }
 
