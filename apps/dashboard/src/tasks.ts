@@ -53,20 +53,21 @@ export function Tasks({ queue, status }: { queue: string | undefined; status: st
     </div>
     <${ErrorNote} error=${page.error} />
     <table data-testid="tasks">
-      <thead><tr><th>task</th><th>status</th><th>agent</th><th class="n">attempt</th><th>created</th><th class="n">took</th><th>worker</th></tr></thead>
+      <thead><tr><th>task</th><th>status</th><th>agent</th><th>input</th><th class="n">attempt</th><th>created</th><th class="n">took</th><th>worker</th></tr></thead>
       <tbody>
         ${(page.data?.tasks ?? []).map(
           (t) => html`<tr key=${t.taskId} data-task=${t.taskId}>
             <td><${TaskLink} taskId=${t.taskId} /></td>
             <td><${Status} status=${t.status} />${delayedOf(t)}</td>
             <td>${t.agent}</td>
+            <td class="preview mono small" title=${t.inputPreview ?? ""} data-testid="input-preview">${t.inputPreview ?? html`<span class="muted">—</span>`}</td>
             <td class="n">${t.attempt}</td>
             <td>${ago(t.createdAt)}</td>
             <td class="n">${t.startedAt && t.completedAt ? duration(t.completedAt - t.startedAt) : "—"}</td>
             <td class="mono small">${t.workerId ?? "—"}</td>
           </tr>`,
         )}
-        ${page.data?.tasks.length === 0 ? html`<tr><td colspan="7" class="muted">No tasks.</td></tr>` : null}
+        ${page.data?.tasks.length === 0 ? html`<tr><td colspan="8" class="muted">No tasks.</td></tr>` : null}
       </tbody>
     </table>
   </section>`;

@@ -48,6 +48,8 @@ describe("dashboard", () => {
     // A queue's tasks, filtered by status.
     await page.goto(`${dash.url}/#/queues/dash-backlog`);
     await expect.poll(() => page.locator('[data-testid="tasks"] tbody tr').count()).toBe(2);
+    // Each row shows the head of its task's input.
+    expect((await page.getByTestId("input-preview").allTextContents()).sort()).toEqual(["waits", "waits too"]);
     await page.getByTestId("status-filter").selectOption("COMPLETED");
     await expect.poll(() => text(page, "tasks")).toContain("No tasks.");
     await page.getByTestId("status-filter").selectOption("PENDING");

@@ -92,6 +92,10 @@ export const TaskSchema = z
     queue: QueueNameSchema,
     status: TaskStatusSchema,
     agent: z.string().openapi({ description: "The agent's (or swarm's) name." }),
+    inputPreview: z
+      .string()
+      .optional()
+      .openapi({ description: "The first characters of its input on one line (a string as it is, else its JSON), for lists; absent when none is kept." }),
     attempt: z.number().int().openapi({ description: "The current attempt's number (0 before its first start)." }),
     workerId: z.string().optional().openapi({ description: "The worker running (or that last ran) it." }),
     createdAt: z.number().int(),

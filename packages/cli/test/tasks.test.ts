@@ -22,15 +22,15 @@ describe("flotilla tasks / task", () => {
     pending = await env.submit(scripted("idle"), "later", { queue: "cli-tasks-idle" });
   });
 
-  it("lists tasks newest first with their status, agent and worker", async () => {
+  it("lists tasks newest first with their status, agent, input and worker", async () => {
     const r = await flotilla(env.prefix, ["tasks"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toBe("");
     const rows = r.stdout.trimEnd().split("\n");
-    expect(rows[0]).toMatch(/^TASK\s+STATUS\s+AGENT/);
+    expect(rows[0]).toMatch(/^TASK\s+STATUS\s+AGENT\s+INPUT/);
     expect(rows.slice(1).map((row) => row.split(/\s+/)[0])).toEqual([pending, failed, done]);
     const doneRow = rows.find((row) => row.startsWith(done))!;
-    expect(doneRow).toMatch(/COMPLETED\s+greeter/);
+    expect(doneRow).toMatch(/COMPLETED\s+greeter\s+hello there\s/);
     expect(doneRow).toContain("cli-tasks-worker");
     expect(rows.find((row) => row.startsWith(failed))).toMatch(/FAILED\s+breaker.*1\/1.*\[AGENT_ERROR\] it broke/);
     expect(rows.find((row) => row.startsWith(pending))).toMatch(/PENDING\s+idle/);
@@ -69,6 +69,7 @@ describe("flotilla tasks / task", () => {
     expect(r.stdout).toMatch(new RegExp(`^task:\\s+${done}$`, "m"));
     expect(r.stdout).toMatch(/^status:\s+COMPLETED$/m);
     expect(r.stdout).toMatch(/^agent:\s+greeter$/m);
+    expect(r.stdout).toMatch(/^input:\s+hello there$/m);
     expect(r.stdout).toMatch(/^attempt:\s+1$/m);
     expect(r.stdout).toMatch(/^retries:\s+0\/0$/m);
     expect(r.stdout).toMatch(/^worker:\s+cli-tasks-worker$/m);

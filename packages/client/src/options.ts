@@ -2,6 +2,7 @@ import { DEFAULTS, parseInput, QueueNameSchema, type Retention, type RetentionOp
 import { type ConnectionOptions, type RedisConnection, resolveConnectionOptions } from "@flotilla/core/redis";
 import type { MemoryStore } from "@flotilla/memory";
 import { defaultMetrics, type FlotillaMetrics } from "@flotilla/metrics";
+import { INPUT_PREVIEW_CHARS } from "@flotilla/store";
 import { z } from "zod";
 
 /**
@@ -42,6 +43,12 @@ export interface ClientOptions extends ConnectionOptions {
    */
   durableSubmit?: { replicas: number; timeoutMs?: number };
   /**
+   * How many characters of each task's input its record keeps for task lists (`listTasks`, the
+   * dashboard, `flotilla tasks`): a string input as it is, anything else as JSON, on one line. 0
+   * keeps none, for inputs that must not be shown beside a task's status. @default 100
+   */
+  inputPreviewChars?: number;
+  /**
    * Signed tasks: every task this client submits is signed (HMAC-SHA256 of its id, payload and
    * metadata) with this secret, for workers that verify (`signingSecrets`). @default undefined: unsigned
    */
@@ -60,8 +67,10 @@ export interface ResolvedClientOptions {
   concurrencyLimits: Record<string, number>;
   durableSubmit: { replicas: number; timeoutMs: number } | undefined;
   signingSecret: string | undefined;
+  inputPreviewChars: number;
 }
 
+const InputPreviewCharsSchema = z.number().int().min(0).max(1000);
 const SigningSecretSchema = z.string().min(16, "must be at least 16 characters");
 const DurableSubmitSchema = z.object({ replicas: z.number().int().min(1).max(100), timeoutMs: z.number().int().positive().default(1_000) }).strict();
 
@@ -80,6 +89,7 @@ const CLIENT_OPTION_KEYS: ReadonlySet<string> = new Set<keyof ClientOptions>([
   "concurrencyLimits",
   "durableSubmit",
   "signingSecret",
+  "inputPreviewChars",
 ]);
 
 /** The one place the client's defaults are applied. */
@@ -100,5 +110,6 @@ export function resolveClientOptions(options: ClientOptions): ResolvedClientOpti
     concurrencyLimits: parseInput(ConcurrencyLimitsSchema, options.concurrencyLimits ?? {}, "concurrencyLimits"),
     durableSubmit: options.durableSubmit === undefined ? undefined : parseInput(DurableSubmitSchema, options.durableSubmit, "durableSubmit"),
     signingSecret: options.signingSecret === undefined ? undefined : parseInput(SigningSecretSchema, options.signingSecret, "signingSecret"),
+    inputPreviewChars: parseInput(InputPreviewCharsSchema, options.inputPreviewChars ?? INPUT_PREVIEW_CHARS, "inputPreviewChars"),
   };
 }

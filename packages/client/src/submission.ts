@@ -17,7 +17,7 @@ import {
   taskIdOf,
   ValidationError,
 } from "@flotilla/core";
-import type { NewTask } from "@flotilla/store";
+import { inputPreviewOf, type NewTask } from "@flotilla/store";
 
 /**
  * Anything `submit` accepts as an agent: an object with `toJSON()` (Agent, Swarm) or its plain JSON,
@@ -31,6 +31,8 @@ export interface Submission {
   agent: RunnableSpec;
   /** JSON of `{ agent, input }`. */
   payload: string;
+  /** What task lists show of the input (inputPreviewOf); undefined for none. */
+  inputPreview: string | undefined;
   /** When it was submitted (ms). */
   createdAt: number;
   /** When a delayed task falls due (ms). */
@@ -44,6 +46,8 @@ export interface SubmissionLimits {
   maxJsonDepth: number;
   /** The concurrency limit of a queue's tasks that give a `concurrencyKey` and no `concurrencyLimit` (else 1). */
   concurrencyLimits?: Readonly<Record<string, number>> | undefined;
+  /** Characters of the input kept on the record for task lists; 0: none. @default INPUT_PREVIEW_CHARS (100) */
+  inputPreviewChars?: number | undefined;
 }
 
 /** Options users give a submit that belong elsewhere, and where (the error says so instead of "unknown key"). */
@@ -78,12 +82,14 @@ export function prepareSubmission(agent: AgentLike, input: JsonValue, options: S
   const opts = parseInput(SubmitOptionsSchema, options, "options", MISPLACED_SUBMIT_OPTIONS);
   const value = parseInput(JsonValueSchema, input, "input");
   // The JSON of { agent: spec, input }, the spec's part made once per agent.
-  const payload = `{"agent":${specJson},"input":${JSON.stringify(value)}}`;
+  const inputJson = JSON.stringify(value);
+  const payload = `{"agent":${specJson},"input":${inputJson}}`;
   const bytes = Buffer.byteLength(payload);
   if (bytes > maxPayloadBytes) throw ValidationError.of("input", "input", `payload is ${bytes} bytes; the limit is ${maxPayloadBytes}`);
   if (opts.concurrencyKey !== undefined && opts.concurrencyLimit === undefined) opts.concurrencyLimit = limits.concurrencyLimits?.[opts.queue];
   const runAt = opts.runAt ?? (opts.delayMs === undefined ? undefined : now + opts.delayMs);
-  return { taskId: taskIdOf(opts.queue, nameFor(opts)), agent: spec, payload, createdAt: now, runAt, options: opts };
+  const inputPreview = inputPreviewOf(value, limits.inputPreviewChars, inputJson);
+  return { taskId: taskIdOf(opts.queue, nameFor(opts)), agent: spec, payload, inputPreview, createdAt: now, runAt, options: opts };
 }
 
 /** The task's name in its queue: the caller's `taskId` (a name, or `<queue>/<name>` of this queue), else a new id. */
@@ -143,6 +149,7 @@ export function newTaskOf(s: Submission): NewTask {
     queue: o.queue,
     agent: s.agent.name,
     payload: s.payload,
+    ...(s.inputPreview !== undefined && { inputPreview: s.inputPreview }),
     detailed: o.detailed,
     maxRetries: o.maxRetries,
     maxDeliveries: o.maxDeliveries,

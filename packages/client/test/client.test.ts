@@ -140,6 +140,13 @@ describe("FlotillaClient", () => {
     expect([...page1.tasks, ...page2.tasks].map((t) => t.taskId)).toEqual([...ids].reverse());
     const cancelled = await client.listTasks({ queue: "listing", status: "CANCELLED" });
     expect(cancelled.tasks.map((t) => t.taskId)).toEqual([ids[1]]);
+    // Each shows the head of its input; a client told to keep none keeps none.
+    expect(page1.tasks.map((t) => t.inputPreview)).toEqual(["l4", "l3", "l2"]);
+    const quiet = env.client({ inputPreviewChars: 0 });
+    const hidden = await quiet.submit(echo(), "card 4242 4242 4242 4242", { queue: "listing" });
+    expect(await hidden.status()).not.toHaveProperty("inputPreview");
+    const long = await client.submit(echo(), { text: "x".repeat(300) }, { queue: "listing" });
+    expect((await long.status()).inputPreview).toBe(`{"text":"${"x".repeat(91)}…`);
     await expect(client.listTasks({ status: "DONE" as never })).rejects.toBeInstanceOf(ValidationError);
   });
 

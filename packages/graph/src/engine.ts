@@ -1,6 +1,6 @@
 import { requestCancel } from "@flotilla/cancel";
 import { DEFAULT_RETENTION, ErrorCodes, type JsonValue, type Keys, type Logger, laneOfPriority, parseJsonOr, silentLogger, splitTaskId } from "@flotilla/core";
-import { clearHandoffs, type NewTask, readHandoffs, TaskStore } from "@flotilla/store";
+import { clearHandoffs, inputPreviewOf, type NewTask, readHandoffs, TaskStore } from "@flotilla/store";
 import type { Redis } from "ioredis";
 import { type CompiledGraph, compileGraph } from "./compile.ts";
 import { type Graph, GraphSchema } from "./definition.ts";
@@ -180,6 +180,7 @@ export class GraphEngine {
         queue: c.queue,
         agent: n.type,
         payload: JSON.stringify(payload),
+        inputPreview: inputPreviewOf(input),
         detailed: record.options.detailed,
         maxRetries: n.retry?.maxRetries ?? 0,
         backoff: n.retry?.backoff,

@@ -88,6 +88,8 @@ export const TaskTemplateSchema = z
     agent: z.string().min(1).max(128),
     /** JSON of `{ agent, input }`, prepared by the client's submit validation. */
     payload: z.string().refine(isJson, "must be JSON"),
+    /** What task lists show of the input (the client's inputPreviewChars). */
+    inputPreview: z.string().max(1000).optional(),
     detailed: z.boolean(),
     maxRetries: z.number().int().min(0),
     maxDeliveries: z.number().int().min(1).optional(),

@@ -18,14 +18,15 @@
     ARGV[5] trim the index to this many names (0: no trim)
     ARGV[6] useMarker (0 | 1)
     ARGV[7] consumer group
-    ARGV[8..] per task (17): name, agent, payload, detailed, maxRetries, timeoutMs, metadata,
+    ARGV[8..] per task (18): name, agent, payload, detailed, maxRetries, timeoutMs, metadata,
       maxDeliveries, backoff, runIn, lane, submitId, trace, handoff, concurrencyKey, concurrencyLimit,
-      signature
+      signature, inputPreview
       (runIn: ms from now to its start, on Redis's clock; lane: 1 high, 2 normal, 3 low; '' for an optional field left out; trace: W3C carrier JSON;
       handoff: '1' for a graph node task, whose end is noted in the queue's hand-off set, see
       includes/noteHandoff.lua; concurrencyKey, concurrencyLimit: at most that many of the queue's
       tasks with that key run at once, see includes/takeConcurrencySlot.lua; signature: the creator's
-      HMAC of the task, checked by workers that verify signatures, see @flotilla/store's signing.ts)
+      HMAC of the task, checked by workers that verify signatures, see @flotilla/store's signing.ts;
+      inputPreview: the first characters of its input, for task lists, see input-preview.ts)
 
   Returns:
     a string of '1' (created) and '0' (name taken), one per task, then '+' when the queue's lanes
@@ -37,7 +38,7 @@
 --- @include "@flotilla/broker/delayEntry"
 --- @include "packedField"
 local SUBMIT_MARKER_TTL_MS = 600000
-local WIDTH = 17
+local WIDTH = 18
 local lanes = { KEYS[1], KEYS[2], KEYS[3] }
 local delayed = { KEYS[4], KEYS[5], KEYS[6] }
 local index, marker = KEYS[7], KEYS[8]
@@ -60,7 +61,7 @@ local created = {}
 local lanesMade = false
 for i = 8, #ARGV, WIDTH do
   local name, agent, payload, detailed, maxRetries, timeoutMs, metadata, maxDeliveries, backoff, runIn, lane,
-    submitId, trace, handoff, concurrencyKey, concurrencyLimit, signature = unpack(ARGV, i, i + WIDTH - 1)
+    submitId, trace, handoff, concurrencyKey, concurrencyLimit, signature, inputPreview = unpack(ARGV, i, i + WIDTH - 1)
   local runAt = runIn ~= '' and now + (tonumber(runIn) or 0) or ''
   local key = taskBase .. name
   local outcome = '1'
@@ -92,6 +93,7 @@ for i = 8, #ARGV, WIDTH do
     optional(fields, 'concurrencyKey', concurrencyKey)
     optional(fields, 'concurrencyLimit', concurrencyLimit)
     optional(fields, 'signature', signature)
+    optional(fields, 'inputPreview', inputPreview)
     redis.call('HSET', key, unpack(fields))
     if runAt ~= '' then
       delayEntry(delayed[lane], runAt, name)

@@ -24,6 +24,7 @@ export const RECORD_FIELDS = {
   agent: "the agent's (or swarm's) name, stamped on every event",
   payload: "JSON of `{ agent, input }` (a graph node's: `{ node, input, state }`); read only by the worker that starts the task",
   createdAt: "submit time (ms)",
+  inputPreview: "the first characters of its input on one line, for task lists (see inputPreviewOf); absent when the input is null or the submitter keeps none",
   detailed: '"1" when every event type is kept, else only status, text and progress (stored only when "1")',
   maxRetries: "retries allowed after a failed attempt",
   maxDeliveries: "attempts started at most, counting crash reclaims",
@@ -87,6 +88,8 @@ export const TaskRecordSchema = z.object({
   queue: QueueNameSchema,
   status: TaskStatusSchema,
   agent: z.string(),
+  /** The first characters of its input on one line (a string input as it is, else its JSON), for lists. */
+  inputPreview: z.string().optional(),
   attempt: num.min(0).default(0),
   workerId: z.string().optional(),
   createdAt: num,
@@ -159,6 +162,7 @@ export const PACKED_NAMES: Readonly<Record<string, string>> = {
   cancelReason: "cn",
   concurrencyKey: "ck",
   concurrencyLimit: "cl",
+  inputPreview: "ip",
 };
 const LONG_NAMES = new Map(Object.entries(PACKED_NAMES).map(([long, short]) => [short, long]));
 /** The fields packed as the JSON they hold (packRecord.lua's PACK_JSON): a JSON string among them is a value, not text. */

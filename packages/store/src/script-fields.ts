@@ -23,6 +23,7 @@ export const CREATE_TASK_FIELDS = [
   "concurrencyKey",
   "concurrencyLimit",
   "signature",
+  "inputPreview",
 ] as const;
 
 /** start-5.lua, per entry (ARGV[9..]). */

@@ -29,6 +29,8 @@ export interface NewTask {
   agent: string;
   /** JSON of `{ agent, input }`, validated by the caller. */
   payload: string;
+  /** The first characters of the input, for task lists (inputPreviewOf). @default none */
+  inputPreview?: string | undefined;
   /** A fixed creation time (tests). @default Redis's clock (TIME), as every time the scripts write */
   createdAt?: number | undefined;
   detailed: boolean;
@@ -140,6 +142,7 @@ export class TaskStore {
           concurrencyKey: t.concurrency?.key ?? "",
           concurrencyLimit: t.concurrency?.limit ?? "",
           signature: this.signingSecret === undefined ? "" : taskSignature(this.signingSecret, t.taskId, t.payload, metadata),
+          inputPreview: t.inputPreview ?? "",
         },
         args,
       );

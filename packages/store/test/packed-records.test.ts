@@ -20,7 +20,9 @@ afterAll(async () => {
 
 /** A task run to its end: created with `over`, started by w1, one event published, then `finish`. */
 async function ran(taskId: string, over: Parameters<typeof newTask>[1] = {}) {
-  await store.create(newTask(taskId, { maxRetries: 2, timeoutMs: 5000, metadata: { user: 'ü "q"' }, priority: "high", detailed: true, ...over }));
+  await store.create(
+    newTask(taskId, { maxRetries: 2, timeoutMs: 5000, metadata: { user: 'ü "q"' }, priority: "high", detailed: true, inputPreview: 'ask "why" ü', ...over }),
+  );
   await store.start(taskId, "w1");
   await new TaskEventLog(redis, keys, DEFAULT_RETENTION, taskId).append(1, "1:0", ['{"type":"text","delta":"hi"}']);
   return store.get(taskId);
@@ -51,6 +53,7 @@ describe("a completed task's packed record", () => {
       priority: "high",
       detailed: true,
       metadata: { user: 'ü "q"' },
+      inputPreview: 'ask "why" ü',
       result: { text: "done", n: 1.5 },
       usage: { inputTokens: 2, outputTokens: 3, totalTokens: 5 },
     });

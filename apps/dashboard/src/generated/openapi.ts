@@ -894,6 +894,8 @@ export interface components {
             status: "PENDING" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELLED" | "RETRYING" | "WAITING";
             /** @description The agent's (or swarm's) name. */
             agent: string;
+            /** @description The first characters of its input on one line (a string as it is, else its JSON), for lists; absent when none is kept. */
+            inputPreview?: string;
             /** @description The current attempt's number (0 before its first start). */
             attempt: number;
             /** @description The worker running (or that last ran) it. */

@@ -26,22 +26,24 @@ local PACK_NAMES = {
   agent = '"a":', createdAt = '"c":', startedAt = '"b":', waitMs = '"w":', workerId = '"k":', result = '"r":',
   usage = '"u":', metadata = '"m":', maxRetries = '"x":', maxDeliveries = '"y":', retries = '"n":',
   timeoutMs = '"o":', runAt = '"ra":', priority = '"p":', detailed = '"dt":', submitId = '"s":', log = '"l":',
-  cancelRequestedAt = '"cr":', cancelReason = '"cn":', concurrencyKey = '"ck":', concurrencyLimit = '"cl":'
+  cancelRequestedAt = '"cr":', cancelReason = '"cn":', concurrencyKey = '"ck":', concurrencyLimit = '"cl":',
+  inputPreview = '"ip":'
 }
 -- What the outcome's read does not hold already (recordOutcome's OUTCOME_FIELDS): read with it, in
 -- the same HMGET, when the outcome completes the task. With PACK_NAMES and PACK_SKIP it covers every
 -- field of RECORD_FIELDS (a test checks), so nothing a reader shows is left behind.
 local PACK_EXTRA_FIELDS = { 'createdAt', 'waitMs', 'workerId', 'result', 'usage', 'metadata', 'maxRetries',
-  'maxDeliveries', 'timeoutMs', 'runAt', 'priority', 'detailed', 'submitId', 'concurrencyLimit' }
+  'maxDeliveries', 'timeoutMs', 'runAt', 'priority', 'detailed', 'submitId', 'concurrencyLimit', 'inputPreview' }
 -- The members in the order they are written, and how each is written: 'n' bare (a number), 'j' as
 -- the JSON it holds, 'l' as an array (the status log), 's' as a JSON string.
 local PACK_ORDER = { 'agent', 'createdAt', 'startedAt', 'waitMs', 'workerId', 'result', 'usage', 'metadata', 'maxRetries',
   'maxDeliveries', 'retries', 'timeoutMs', 'runAt', 'priority', 'detailed', 'submitId', 'log', 'cancelRequestedAt',
-  'cancelReason', 'concurrencyKey', 'concurrencyLimit' }
+  'cancelReason', 'concurrencyKey', 'concurrencyLimit', 'inputPreview' }
 local PACK_KIND = {
   agent = 's', createdAt = 'n', startedAt = 'n', waitMs = 'n', workerId = 's', result = 'j', usage = 'j', metadata = 'j',
   maxRetries = 'n', maxDeliveries = 'n', retries = 'n', timeoutMs = 'n', runAt = 'n', priority = 's', detailed = 's',
-  submitId = 's', log = 'l', cancelRequestedAt = 'n', cancelReason = 's', concurrencyKey = 's', concurrencyLimit = 'n'
+  submitId = 's', log = 'l', cancelRequestedAt = 'n', cancelReason = 's', concurrencyKey = 's', concurrencyLimit = 'n',
+  inputPreview = 's'
 }
 -- `record`: field -> text of what is packed (the record as read, the outcome's own values over it);
 -- `attempt`, `handoff`: the record's, as read (handoff false when absent).
