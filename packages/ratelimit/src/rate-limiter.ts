@@ -4,14 +4,26 @@ import type { Redis } from "ioredis";
 import { type RateLimitOptions, type ResolvedRateLimit, resolveRateLimit } from "./options.ts";
 import { scripts } from "./scripts.ts";
 
+/** A poll of the sockets this recent (ms) counts as fresh: what arrived before it has been read. */
+const FRESH_POLL_MS = 5;
+/** Loop turns taken at most to find a fresh poll (a process busy for that long sends late anyway). */
+const MAX_TURNS = 3;
+const immediate = () => new Promise((resolve) => setImmediate(resolve));
+
 /**
- * Resolves once the event loop has polled its sockets since the call: a pause announced while this
- * process was busy (or not scheduled, on a loaded host) sits unread on the subscriber's socket until
- * a poll, and the work that led to the check began before it. The first immediate ends this turn,
- * the second comes after the next turn's poll. Microseconds on an idle loop.
+ * Resolves once the event loop has polled its sockets at most FRESH_POLL_MS ago: a pause announced
+ * while this process was busy (or not scheduled, on a loaded host) sits unread on the subscriber's
+ * socket until a poll, and the work that led to the check began before it. Between two immediates
+ * the loop turns once, polling; a turn that took longer (the process was busy) may have polled
+ * before the announcement came, so it turns again. Microseconds on an idle loop.
  */
 const readWhatArrived = async (): Promise<void> => {
-  for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+  for (let turn = 0; turn < MAX_TURNS; turn++) {
+    await immediate();
+    const from = performance.now();
+    await immediate();
+    if (performance.now() - from <= FRESH_POLL_MS) return;
+  }
 };
 
 /** The longest wait taken in one grant: a longer one is asked for again after this (the limit may change meanwhile). */
