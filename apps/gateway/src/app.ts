@@ -19,6 +19,7 @@ import { registerLiveRoutes } from "./routes/live.ts";
 import { registerOpsRoutes } from "./routes/ops.ts";
 import { registerRunControlRoutes } from "./routes/run-control.ts";
 import { registerTaskRoutes } from "./routes/tasks.ts";
+import { registerTokenRoutes } from "./routes/tokens.ts";
 import { registerTopicDeadLetterRoutes } from "./routes/topic-dead-letters.ts";
 import { registerTopicRoutes } from "./routes/topics.ts";
 
@@ -56,7 +57,7 @@ export function buildApp(deps: GatewayDeps): GatewayApp {
       }),
     );
   }
-  app.use("/v1/*", authenticate(deps.tokens));
+  app.use("/v1/*", authenticate(deps.tokens, deps.signer));
   app.use("/v1/*", bodyLimit(options.bodyLimitBytes));
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
   // No route's body is these (an event stream is text): each message's data is one of them.
@@ -73,6 +74,7 @@ export function buildApp(deps: GatewayDeps): GatewayApp {
   registerTopicRoutes(app, deps);
   registerTopicDeadLetterRoutes(app, deps);
   registerOpsRoutes(app, deps);
+  registerTokenRoutes(app, deps);
   if (options.dashboardDir !== undefined) serveDashboard(app, options.dashboardDir);
 
   app.notFound((c) => {

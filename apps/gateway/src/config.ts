@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { DEFAULTS, KeyPrefixSchema, parseInput, RedisUrlSchema, ValidationError } from "@flotilla/core";
 import { z } from "zod";
 import { DEFAULT_BODY_LIMIT_BYTES, type GatewayOptions } from "./options.ts";
+import { readSigningKeys } from "./scoped-tokens.ts";
 import { readTokenRules } from "./tokens.ts";
 
 export const USAGE = `flotilla-gateway: the HTTP + Server-Sent Events API of a Flotilla fleet
@@ -14,6 +15,9 @@ Options (each also read from the environment variable shown):
   --tokens JSON|FILE     FLOTILLA_GATEWAY_TOKENS        [{"token":"…","role":"read|submit|admin","queues":["q1"]|"*"}],
                                                         or the path of a file holding it (none: no authentication,
                                                         allowed on a loopback host only)
+  --signing-keys JSON|FILE FLOTILLA_GATEWAY_SIGNING_KEYS [{"id":"k2","secret":"…"},{"id":"k1","secret":"…"}], or a file:
+                                                        keys of the scoped tokens POST /v1/tokens mints for
+                                                        browsers; the first signs, every one is accepted
   --cors-origins a,b     FLOTILLA_GATEWAY_CORS_ORIGINS  browser origins allowed ("*": any); default none
   --body-limit BYTES     FLOTILLA_GATEWAY_BODY_LIMIT    default ${DEFAULT_BODY_LIMIT_BYTES}
   --heartbeat-ms MS      FLOTILLA_GATEWAY_HEARTBEAT_MS  default 15000: ": ping" on idle event streams
@@ -41,6 +45,7 @@ const ConfigSchema = z.object({
   redis: RedisUrlSchema.optional(),
   prefix: KeyPrefixSchema.default(DEFAULTS.prefix),
   tokens: z.string().optional(),
+  signingKeys: z.string().optional(),
   corsOrigins: z.string().transform(csv).optional(),
   bodyLimitBytes: z.coerce.number().int().positive().optional(),
   heartbeatMs: z.coerce.number().int().min(100).optional(),
@@ -87,6 +92,7 @@ const SOURCES: Record<keyof z.input<typeof ConfigSchema>, { flag: string; env: s
   redis: { flag: "redis", env: "REDIS_URL" },
   prefix: { flag: "prefix", env: "FLOTILLA_PREFIX" },
   tokens: { flag: "tokens", env: "FLOTILLA_GATEWAY_TOKENS" },
+  signingKeys: { flag: "signing-keys", env: "FLOTILLA_GATEWAY_SIGNING_KEYS" },
   corsOrigins: { flag: "cors-origins", env: "FLOTILLA_GATEWAY_CORS_ORIGINS" },
   bodyLimitBytes: { flag: "body-limit", env: "FLOTILLA_GATEWAY_BODY_LIMIT" },
   heartbeatMs: { flag: "heartbeat-ms", env: "FLOTILLA_GATEWAY_HEARTBEAT_MS" },
@@ -128,6 +134,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): GatewayOptio
     host: c.host,
     prefix: c.prefix,
     tokens,
+    ...(c.signingKeys !== undefined && { signingKeys: readSigningKeys(c.signingKeys) }),
     ...(c.redis !== undefined && { redis: c.redis }),
     ...(c.corsOrigins !== undefined && { corsOrigins: c.corsOrigins }),
     ...(c.bodyLimitBytes !== undefined && { bodyLimitBytes: c.bodyLimitBytes }),

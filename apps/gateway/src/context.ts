@@ -5,6 +5,7 @@ import type { LiveFeed } from "./live-feed.ts";
 import type { GatewayMetrics } from "./metrics.ts";
 import type { OpenStreams } from "./open-streams.ts";
 import type { ResolvedGatewayOptions } from "./options.ts";
+import type { TokenSigner } from "./scoped-tokens.ts";
 import type { Principal, TokenTable } from "./tokens.ts";
 
 /** Hono's per-request variables: who is calling, set by the authentication middleware. */
@@ -21,6 +22,8 @@ export interface GatewayDeps {
   bus: () => Promise<Bus>;
   options: ResolvedGatewayOptions;
   tokens: TokenTable;
+  /** Mints and checks scoped tokens (POST /v1/tokens). */
+  signer: TokenSigner;
   metrics: GatewayMetrics;
   streams: OpenStreams;
   /** The fleet's lifecycle, shared by every `GET /v1/events` stream. */

@@ -5,8 +5,12 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 /** Codes of the gateway's own errors (HTTP concerns no Flotilla package has). */
 export const GatewayErrorCodes = {
   UNAUTHORIZED: "UNAUTHORIZED",
+  /** A scoped token past its expiry: mint a new one. */
+  TOKEN_EXPIRED: "TOKEN_EXPIRED",
   FORBIDDEN: "FORBIDDEN",
   NOT_FOUND: "NOT_FOUND",
+  /** `POST /v1/tokens` on a gateway with no signing keys. */
+  SCOPED_TOKENS_OFF: "SCOPED_TOKENS_OFF",
   /** A bus topic nobody published to or subscribed (@flotilla/core has no code for it: the bus itself never refuses an unknown topic). */
   TOPIC_NOT_FOUND: "TOPIC_NOT_FOUND",
   UNSUPPORTED_MEDIA_TYPE: "UNSUPPORTED_MEDIA_TYPE",
@@ -23,6 +27,7 @@ export class GatewayError extends FlotillaError {}
 export const ERROR_STATUS: Readonly<Record<string, ContentfulStatusCode>> = {
   [ErrorCodes.VALIDATION]: 400,
   [GatewayErrorCodes.UNAUTHORIZED]: 401,
+  [GatewayErrorCodes.TOKEN_EXPIRED]: 401,
   [GatewayErrorCodes.FORBIDDEN]: 403,
   [ErrorCodes.TASK_NOT_FOUND]: 404,
   [ErrorCodes.DEAD_LETTER_NOT_FOUND]: 404,
@@ -32,6 +37,7 @@ export const ERROR_STATUS: Readonly<Record<string, ContentfulStatusCode>> = {
   [GatewayErrorCodes.TOPIC_NOT_FOUND]: 404,
   [ErrorCodes.SUBSCRIPTION_NOT_FOUND]: 404,
   [GatewayErrorCodes.NOT_FOUND]: 404,
+  [GatewayErrorCodes.SCOPED_TOKENS_OFF]: 404,
   [ErrorCodes.WAIT_TIMEOUT]: 408,
   [ErrorCodes.DUPLICATE_TASK]: 409,
   [ErrorCodes.NOT_WAITING]: 409,

@@ -9,6 +9,7 @@ import { LiveFeed } from "./live-feed.ts";
 import { GatewayMetrics } from "./metrics.ts";
 import { OpenStreams } from "./open-streams.ts";
 import { type GatewayOptions, resolveGatewayOptions } from "./options.ts";
+import { TokenSigner } from "./scoped-tokens.ts";
 import { TokenTable } from "./tokens.ts";
 
 /** How long `close()` lets responses in progress (a long-polled result) finish before cutting their connections. */
@@ -30,6 +31,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const o = resolveGatewayOptions(options);
   // Checked first: a bad token list must fail before a connection is opened.
   const tokens = new TokenTable(o.tokens);
+  const signer = new TokenSigner(o.signingKeys);
   const client =
     o.client ??
     new FlotillaClient({
@@ -44,7 +46,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     return bus;
   };
   const feed = new LiveFeed(client);
-  const app = buildApp({ client, bus: busOf, options: o, tokens, metrics: new GatewayMetrics(), streams, feed });
+  const app = buildApp({ client, bus: busOf, options: o, tokens, signer, metrics: new GatewayMetrics(), streams, feed });
   let server: Server | undefined;
   let closing: Promise<void> | undefined;
   let alerts: AlertManager | undefined;

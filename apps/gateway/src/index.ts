@@ -6,4 +6,14 @@ export { createGateway, type Gateway } from "./gateway.ts";
 export { GatewayMetrics } from "./metrics.ts";
 export { type OpenApiDocument, openApiDocument } from "./openapi-document.ts";
 export { DEFAULT_BODY_LIMIT_BYTES, type GatewayOptions, type ResolvedGatewayOptions, resolveGatewayOptions } from "./options.ts";
+export {
+  DEFAULT_TOKEN_TTL_SECONDS,
+  MAX_TOKEN_TTL_SECONDS,
+  readSigningKeys,
+  type ScopedClaims,
+  ScopeSchema,
+  type SigningKey,
+  SigningKeySchema,
+  TokenSigner,
+} from "./scoped-tokens.ts";
 export { type Principal, ROLES, type Role, readTokenRules, type TokenRule, TokenRuleSchema, TokenTable } from "./tokens.ts";

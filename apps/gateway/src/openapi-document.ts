@@ -4,6 +4,7 @@ import { GatewayMetrics } from "./metrics.ts";
 import { OpenStreams } from "./open-streams.ts";
 import { resolveGatewayOptions } from "./options.ts";
 import { OPENAPI_CONFIG } from "./routes/ops.ts";
+import { TokenSigner } from "./scoped-tokens.ts";
 import { TokenTable } from "./tokens.ts";
 
 /** An OpenAPI 3.0 document, as `GET /openapi.json` answers it. */
@@ -27,6 +28,7 @@ export function openApiDocument(): OpenApiDocument {
     bus: () => Promise.reject(new Error("openApiDocument(): no bus")),
     options: resolveGatewayOptions({ alerts: false }),
     tokens: new TokenTable([]),
+    signer: new TokenSigner([]),
     metrics: new GatewayMetrics(),
     streams: new OpenStreams(),
     feed: unused("live feed"),

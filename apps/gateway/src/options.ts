@@ -1,6 +1,7 @@
 import type { AlertRule, AlertThresholds, FlotillaClient } from "@flotilla/client";
 import { DEFAULTS, type Logger, silentLogger } from "@flotilla/core";
 import type { RedisConnection } from "@flotilla/core/redis";
+import type { SigningKey } from "./scoped-tokens.ts";
 import type { TokenRule } from "./tokens.ts";
 
 /** The alert rules the gateway runs (see `GatewayOptions.alerts`). */
@@ -32,6 +33,12 @@ export interface GatewayOptions {
   host?: string;
   /** Bearer tokens and what each may do. None: authentication is off (every request is an admin on every queue). @default [] */
   tokens?: readonly TokenRule[];
+  /**
+   * Keys of the scoped tokens `POST /v1/tokens` mints for browsers (`{ id, secret }`, a secret of 32
+   * characters or more): the first signs, every one is accepted, so a rotation puts the new key first
+   * and removes the old one a day later (the longest a token lives). @default []: no scoped tokens
+   */
+  signingKeys?: readonly SigningKey[];
   /** Origins allowed to call the API from a browser ("*" for any). @default []: no CORS headers are sent */
   corsOrigins?: readonly string[];
   /** Largest request body accepted; a bigger one is a 413. @default 1_114_112 (the client's 1 MiB payload limit plus 64 KiB for the envelope) */
@@ -80,6 +87,7 @@ export function resolveGatewayOptions(options: GatewayOptions = {}): ResolvedGat
     port: options.port ?? 8080,
     host: options.host ?? "127.0.0.1",
     tokens: options.tokens ?? [],
+    signingKeys: options.signingKeys ?? [],
     corsOrigins: options.corsOrigins ?? [],
     bodyLimitBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     heartbeatMs: options.heartbeatMs ?? 15_000,

@@ -19,16 +19,24 @@ export const TokenRuleSchema = z
 export type TokenRule = z.input<typeof TokenRuleSchema>;
 const TokenRulesSchema = z.array(TokenRuleSchema);
 
-/** Who made a request: its role and the queues it may touch. */
+/**
+ * Who made a request: its role and the queues it may touch. A scoped token (see scoped-tokens.ts)
+ * has no role and no queue: it may do what its `scopes` name, on the routes that accept scopes.
+ */
 export interface Principal {
-  role: Role;
+  role: Role | "none";
   queues: "*" | ReadonlySet<string>;
+  /** A scoped token's scopes (`read:task:<id>`, …); undefined for a configured token. */
+  scopes?: ReadonlySet<string> | undefined;
 }
+
+/** The principal of a scoped token: nothing but its scopes. */
+export const scopedPrincipal = (scopes: ReadonlySet<string>): Principal => ({ role: "none", queues: new Set(), scopes });
 
 /** The caller when no tokens are configured: authentication is off. */
 export const ANONYMOUS_ADMIN: Principal = { role: "admin", queues: "*" };
 
-export const roleAtLeast = (have: Role, need: Role): boolean => ROLES.indexOf(have) >= ROLES.indexOf(need);
+export const roleAtLeast = (have: Role | "none", need: Role): boolean => have !== "none" && ROLES.indexOf(have) >= ROLES.indexOf(need);
 
 export const mayTouchQueue = (p: Principal, queue: string): boolean => p.queues === "*" || p.queues.has(queue);
 
@@ -64,20 +72,26 @@ export class TokenTable {
  * (so the secrets can live in a mounted file rather than in the environment).
  */
 export function readTokenRules(value: string): TokenRule[] {
-  const text = value.trimStart().startsWith("[") ? value : readTokenFile(value);
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw ValidationError.of("gateway configuration", "tokens", `is not a JSON array of { token, role, queues }: ${(err as Error).message}`);
-  }
+  const json = readJsonSetting(value, "tokens", "a JSON array of { token, role, queues }");
   return parseInput(TokenRulesSchema, json, "gateway tokens") as TokenRule[];
 }
 
-function readTokenFile(path: string): string {
+/**
+ * A secret-bearing setting given as JSON or as the path of a file holding it (a mounted secret,
+ * so it need not sit in the environment). `field` and `shape` name it in the error.
+ */
+export function readJsonSetting(value: string, field: string, shape: string): unknown {
+  let text = value;
+  if (!value.trimStart().startsWith("[") && !value.trimStart().startsWith("{")) {
+    try {
+      text = readFileSync(value, "utf8");
+    } catch (err) {
+      throw ValidationError.of("gateway configuration", field, `is neither ${shape} nor a readable file: ${(err as Error).message}`);
+    }
+  }
   try {
-    return readFileSync(path, "utf8");
+    return JSON.parse(text);
   } catch (err) {
-    throw ValidationError.of("gateway configuration", "tokens", `is neither a JSON array nor a readable file: ${(err as Error).message}`);
+    throw ValidationError.of("gateway configuration", field, `is not ${shape}: ${(err as Error).message}`);
   }
 }

@@ -73,6 +73,20 @@ describe("gateway configuration", () => {
     expect(() => loadConfig(["--tokens", '[{"token":"x","role":"root"}]'], {})).toThrow(/token/);
   });
 
+  it("reads the scoped tokens' signing keys as JSON or from a file, and refuses a weak or repeated one", () => {
+    const keys = [
+      { id: "k2", secret: "second-secret-0123456789-0123456789" },
+      { id: "k1", secret: "first-secret-0123456789-0123456789" },
+    ];
+    expect(loadConfig([], { FLOTILLA_GATEWAY_SIGNING_KEYS: JSON.stringify(keys) })).toMatchObject({ signingKeys: keys });
+    const file = join(dir, "keys.json");
+    writeFileSync(file, JSON.stringify(keys));
+    expect(loadConfig(["--signing-keys", file], {})).toMatchObject({ signingKeys: keys });
+    expect(() => loadConfig(["--signing-keys", '[{"id":"k1","secret":"short"}]'], {})).toThrow(/32 characters/);
+    expect(() => loadConfig(["--signing-keys", join(dir, "missing.json")], {})).toThrow(/signingKeys/);
+    expect(loadConfig([], {})).not.toHaveProperty("signingKeys");
+  });
+
   it("refuses a non-loopback host without tokens, an empty flag and a bad port", () => {
     expect(() => loadConfig(["--host", "0.0.0.0"], {})).toThrow(/not loopback/);
     expect(loadConfig(["--host", "0.0.0.0", "--tokens", JSON.stringify(TOKENS)], {})).toMatchObject({ host: "0.0.0.0" });

@@ -30,6 +30,7 @@ describe("gateway operations", () => {
         "POST /v1/tasks/{id}/cancel",
         "POST /v1/tasks/{id}/signal",
         "POST /v1/tasks/{id}/retry",
+        "POST /v1/tokens",
         "GET /v1/queues",
         "GET /v1/workers",
         "GET /v1/alerts",

@@ -541,6 +541,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mint a short-lived scoped token (for a browser)
+         * @description Signed by the gateway's first signing key (HMAC-SHA256, the key's id in the token), so any gateway with the key accepts it and nothing is stored. Only a configured token may mint, and only what it may do itself: `read:task:<id>` needs the read role and the task's queue, `read:thread:<id>` the read role on every queue, `write:thread:<id>` the submit role on every queue.
+         */
+        post: operations["mintToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1335,6 +1355,19 @@ export interface components {
             topic: string;
             subscription: string;
             purged: number;
+        };
+        ScopedToken: {
+            /** @description Send it as `Authorization: Bearer <token>`, or as `?token=` where headers cannot be set (EventSource). */
+            token: string;
+            /** @description When it expires (ms since the epoch): a 401 TOKEN_EXPIRED after. */
+            expiresAt: number;
+            scopes: string[];
+        };
+        TokenRequest: {
+            /** @description What the token may do: `read:task:<queue>/<name>`, `read:thread:<id>`, `write:thread:<id>`. */
+            scopes: string[];
+            /** @description How long it lives. Default 900 (15 minutes), at most 86400 (a day). */
+            ttlSeconds?: number;
         };
     };
     responses: never;
@@ -3378,6 +3411,75 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+        };
+    };
+    mintToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The token. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScopedToken"];
+                };
+            };
+            /** @description A parameter or the body failed validation (`error.field` names it). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No bearer token, or one that is not configured. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role or queues do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Scoped tokens are off: the gateway has no signing keys (SCOPED_TOKENS_OFF). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Redis is unreachable (or full). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

@@ -1,6 +1,6 @@
 import { splitTaskId } from "@flotilla/core";
 import { createRoute, z } from "@hono/zod-openapi";
-import { assertQueue, requireRole } from "../auth.ts";
+import { assertQueue, readTaskScope, requireRole } from "../auth.ts";
 import type { GatewayApp, GatewayDeps } from "../context.ts";
 import { EventsHeaders, EventsQuery, TaskIdParams } from "../schemas.ts";
 import { pipeSse } from "../sse.ts";
@@ -16,7 +16,7 @@ const events = createRoute({
     "The task's events already published, then live ones, with no gap and no duplicate; the stream ends after the terminal status event. " +
     "Each event is `id: <seq>`, `event: <type>`, `data: <the event as JSON>`. Reconnect with the `Last-Event-ID` header (or `?after=<seq>`) to resume. " +
     "An idle stream gets a `: ping` comment line every heartbeat interval.",
-  middleware: [requireRole("read")] as const,
+  middleware: [requireRole("read", readTaskScope)] as const,
   ...SECURED,
   request: { params: TaskIdParams, query: EventsQuery, headers: EventsHeaders },
   responses: {

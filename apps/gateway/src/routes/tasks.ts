@@ -1,6 +1,6 @@
 import { ErrorCodes, isTerminal, type JsonValue, splitTaskId, TaskCancelledError, TaskFailedError, ValidationError, WaitTimeoutError } from "@flotilla/core";
 import { createRoute } from "@hono/zod-openapi";
-import { assertQueue, requireRole } from "../auth.ts";
+import { assertQueue, readTaskScope, requireRole } from "../auth.ts";
 import type { GatewayApp, GatewayDeps } from "../context.ts";
 import { GatewayError, GatewayErrorCodes } from "../errors.ts";
 import { jsonDepthGuard } from "../json-depth-guard.ts";
@@ -48,7 +48,7 @@ const getTask = createRoute({
   path: "/v1/tasks/{id}",
   tags,
   summary: "A task's record",
-  middleware: [requireRole("read")] as const,
+  middleware: [requireRole("read", readTaskScope)] as const,
   ...SECURED,
   request: { params: TaskIdParams },
   responses: { 200: json("The task's record now.", TaskSchema), ...AUTH_ERRORS, ...NOT_FOUND },
@@ -75,7 +75,7 @@ const result = createRoute({
   summary: "Wait for a task's result (long poll)",
   description:
     "Waits up to `timeoutMs` for the task to end. COMPLETED: 200 with its result. FAILED or CANCELLED: 409 with code TASK_FAILED or TASK_CANCELLED and the task's recorded error in `error.details.taskError`. Still running when the wait ends: 202 with its status; ask again.",
-  middleware: [requireRole("read")] as const,
+  middleware: [requireRole("read", readTaskScope)] as const,
   ...SECURED,
   request: { params: TaskIdParams, query: ResultQuery },
   responses: {
