@@ -1,6 +1,6 @@
 import type { AlertRule, AlertThresholds, FlotillaClient } from "@flotilla/client";
 import { DEFAULTS, type Logger, silentLogger } from "@flotilla/core";
-import type { RedisConnection } from "@flotilla/core/redis";
+import { type RedisConnection, resolvePrefix } from "@flotilla/core/redis";
 import type { SigningKey } from "./scoped-tokens.ts";
 import type { TokenRule } from "./tokens.ts";
 
@@ -20,7 +20,7 @@ export interface GatewayAlertOptions {
 export interface GatewayOptions {
   /** Redis URL (or connection options) of the fleet. @default process.env.REDIS_URL ?? "redis://127.0.0.1:6379" (the client's default) */
   redis?: RedisConnection;
-  /** Key prefix shared with the workers. @default "flotilla" */
+  /** Key prefix shared with the workers. @default the given `client`'s, else FLOTILLA_PREFIX, else "flotilla" (as every entry point) */
   prefix?: string;
   /**
    * A client to use instead of one made from `redis` and `prefix` (the gateway then leaves closing it
@@ -83,7 +83,9 @@ export function resolveGatewayOptions(options: GatewayOptions = {}): ResolvedGat
     client: options.client,
     signingSecret: options.signingSecret,
     dashboardDir: options.dashboardDir,
-    prefix: options.prefix ?? DEFAULTS.prefix,
+    // The rule of every entry point (FLOTILLA_PREFIX), and a given client's own prefix before it: the
+    // bus the gateway makes must be on the client's keys.
+    prefix: options.prefix ?? options.client?.keys.prefix ?? resolvePrefix(undefined),
     port: options.port ?? 8080,
     host: options.host ?? "127.0.0.1",
     tokens: options.tokens ?? [],

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import { resolveGatewayOptions } from "../src/options.ts";
 
@@ -19,6 +19,22 @@ describe("gateway configuration", () => {
     const config = loadConfig([], {});
     expect(config).toMatchObject({ port: 8080, host: "127.0.0.1", prefix: "flotilla", tokens: [] });
     expect(resolveGatewayOptions(config === "help" ? {} : config)).toMatchObject({ bodyLimitBytes: 1_114_112, heartbeatMs: 15_000, corsOrigins: [] });
+  });
+
+  it("in code, takes its prefix as every entry point does: the option, a given client's, FLOTILLA_PREFIX, then the default", () => {
+    vi.stubEnv("FLOTILLA_PREFIX", "from-env");
+    try {
+      expect(resolveGatewayOptions({}).prefix).toBe("from-env");
+      expect(resolveGatewayOptions({ prefix: "given" }).prefix).toBe("given");
+      // A client made elsewhere: the gateway's bus goes on the client's keys.
+      expect(resolveGatewayOptions({ client: { keys: { prefix: "the-clients" } } as never }).prefix).toBe("the-clients");
+      vi.stubEnv("FLOTILLA_PREFIX", "bad prefix");
+      expect(() => resolveGatewayOptions({})).toThrow(/FLOTILLA_PREFIX/);
+      vi.stubEnv("FLOTILLA_PREFIX", "");
+      expect(resolveGatewayOptions({}).prefix).toBe("flotilla");
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 
   it("runs the default alert rules unless told not to; thresholds as JSON, webhooks as URLs", () => {
