@@ -1,5 +1,5 @@
 import { createKeys, IdempotencyKeySchema, IdempotencyWindowSchema, type JsonValue, JsonValueSchema, type Keys, newId, parseInput } from "@flotilla/core";
-import { closeRedis, type OwnedRedis, openRedis, type RedisConnection, resolvePrefix, SubscriberHub } from "@flotilla/core/redis";
+import { type ConnectionOptions, closeRedis, type OwnedRedis, openRedis, resolveConnectionOptions, SubscriberHub, withRedis } from "@flotilla/core/redis";
 import { type EventSource, StatusFeed } from "@flotilla/events";
 import { injectTrace, SpanKind, withSpan } from "@flotilla/metrics";
 import type { Redis } from "ioredis";
@@ -12,11 +12,7 @@ import { type ListRunsOptions, ListRunsOptionsSchema, listRuns, type RunPage } f
 import type { RunSummary } from "./run-store.ts";
 import { GraphTemplates } from "./templates.ts";
 
-export interface GraphClientOptions {
-  /** Redis URL, ioredis options or client, or a cluster. @default REDIS_CLUSTER_NODES, else process.env.REDIS_URL ?? "redis://127.0.0.1:6379" */
-  redis?: RedisConnection;
-  /** Key prefix shared with the workers. @default FLOTILLA_PREFIX, else "flotilla" */
-  prefix?: string;
+export interface GraphClientOptions extends ConnectionOptions {
   /** Signed tasks: the node tasks it creates are signed with this secret (see the workers' `signingSecrets`). @default undefined: unsigned */
   signingSecret?: string;
 }
@@ -75,17 +71,20 @@ export class GraphClient {
     if (shared) {
       this.shared = shared;
     } else {
-      const conn = openRedis(options.redis, "command");
+      // The client's rule: a call while Redis does not answer fails with a ConnectionError after
+      // connectTimeoutMs, rather than waiting for it as long as it takes.
+      const { redis, prefix, connectTimeoutMs } = resolveConnectionOptions(options);
+      const conn = openRedis(redis, "command", { failFast: true, connectTimeoutMs });
       const owned: { conn: OwnedRedis; hub?: SubscriberHub } = { conn };
       this.owned = owned;
-      const keys = createKeys(resolvePrefix(options.prefix));
+      const keys = createKeys(prefix);
       this.shared = {
         redis: conn.redis,
         keys,
-        blocking: () => openRedis(options.redis, "blocking").redis,
+        blocking: () => openRedis(redis, "blocking", { connectTimeoutMs }).redis,
         eventSource: () => {
           this.source ??= (async () => {
-            owned.hub = new SubscriberHub(openRedis(options.redis, "subscriber"));
+            owned.hub = new SubscriberHub(openRedis(redis, "subscriber", { failFast: true, connectTimeoutMs }), { readyTimeoutMs: connectTimeoutMs });
             return { redis: conn.redis, hub: owned.hub, keys, statusFeed: new StatusFeed(owned.hub, keys) };
           })();
           return this.source;
@@ -102,7 +101,12 @@ export class GraphClient {
    * `name` / `name@version`) on `input`. A start with a `runId` that exists already, or with an
    * `idempotencyKey` used within its window, returns that run's handle and starts nothing.
    */
-  async startGraph(graph: GraphInput | Graph | CompiledGraph | string, input: JsonValue, options: StartGraphOptions = {}): Promise<GraphRunHandle> {
+  startGraph(graph: GraphInput | Graph | CompiledGraph | string, input: JsonValue, options: StartGraphOptions = {}): Promise<GraphRunHandle> {
+    // Redis's failures as Flotilla's errors (a ConnectionError when it does not answer), as the client's calls.
+    return withRedis(this.shared.redis, () => this.start(graph, input, options));
+  }
+
+  private async start(graph: GraphInput | Graph | CompiledGraph | string, input: JsonValue, options: StartGraphOptions): Promise<GraphRunHandle> {
     const source = typeof graph === "string" ? await this.templates.get(graph) : graph;
     const compiled = "topology" in source ? source : compileGraph(source);
     const o = parseInput(StartGraphOptionsSchema, options, "graph run options");
@@ -142,12 +146,14 @@ export class GraphClient {
 
   /** Runs newest first, by status and graph name, a page at a time. */
   listRuns(options: ListRunsOptions = {}): Promise<RunPage> {
-    return listRuns(this.shared.redis, this.keys, this.engine.runs, parseInput(ListRunsOptionsSchema, options, "list runs options"));
+    const o = parseInput(ListRunsOptionsSchema, options, "list runs options");
+    return withRedis(this.shared.redis, () => listRuns(this.shared.redis, this.keys, this.engine.runs, o));
   }
 
   /** Some runs' summaries at once (undefined for a run that does not exist or expired), in the order asked. */
   summaries(runIds: readonly string[]): Promise<Array<RunSummary | undefined>> {
-    return this.engine.runs.summaries(runIds.map((id) => parseInput(RunIdSchema, id, "run id")));
+    const ids = runIds.map((id) => parseInput(RunIdSchema, id, "run id"));
+    return withRedis(this.shared.redis, () => this.engine.runs.summaries(ids));
   }
 
   async close(): Promise<void> {
