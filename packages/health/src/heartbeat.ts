@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { DEFAULTS, type Keys } from "@flotilla/core";
-import { redisTime } from "@flotilla/core/redis";
+import { redisTime, withRedis } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
 import type { NotReady, WorkerRecord, WorkerState } from "./schema.ts";
 import { scripts } from "./scripts.ts";
@@ -111,7 +111,10 @@ export class Heartbeat {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     await this.beating;
-    const replies = await this.redis.pipeline().del(this.keys.worker(this.opts.workerId)).zrem(this.keys.workers(), this.opts.workerId).exec();
-    for (const [err] of replies ?? []) if (err) throw err;
+    // Redis's failure as Flotilla's error (a ConnectionError when it does not answer), not ioredis's.
+    await withRedis(this.redis, async () => {
+      const replies = await this.redis.pipeline().del(this.keys.worker(this.opts.workerId)).zrem(this.keys.workers(), this.opts.workerId).exec();
+      for (const [err] of replies ?? []) if (err) throw err;
+    });
   }
 }

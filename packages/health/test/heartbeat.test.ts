@@ -1,6 +1,7 @@
 // @cluster: the fleet's status read from every worker's record, across slots
-import { createKeys } from "@flotilla/core";
+import { ConnectionError, createKeys } from "@flotilla/core";
 import { onCluster, purgePrefix, testPrefix, testRedis } from "@flotilla/testing";
+import { Redis } from "ioredis";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { countLiveWorkers, getFleetStatus } from "../src/fleet.ts";
 import { Heartbeat } from "../src/heartbeat.ts";
@@ -196,5 +197,17 @@ describe("Heartbeat and getFleetStatus", () => {
     const beat = new Heartbeat(redis, k, { workerId: "w3", queues: ["q"], concurrency: 1, snapshot: () => ({ running: [], completed: 0, failed: 0 }) });
     await expect(beat.beat()).rejects.toThrow(/WRONGTYPE/);
     await purgePrefix(redis, `${prefix}-refused`);
+  });
+
+  it("stop() without Redis fails with Flotilla's ConnectionError, not ioredis's", async () => {
+    const down = new Redis("redis://127.0.0.1:1", { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+    try {
+      const beat = new Heartbeat(down, keys, { workerId: "w-down", queues: ["q"], concurrency: 1, snapshot: () => ({ running: [], completed: 0, failed: 0 }) });
+      const err = await beat.stop().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ConnectionError);
+      expect((err as ConnectionError).code).toBe("REDIS_UNAVAILABLE");
+    } finally {
+      down.disconnect();
+    }
   });
 });
