@@ -247,12 +247,23 @@ describe.skipIf(onCluster())("every Lua script on a Redis Cluster", () => {
     await waitFor(async () => (await running.status()).status === "CANCELLED", { what: "the running task to end CANCELLED" });
   });
 
-  it("a task waiting for approval goes back to its queue when approved (a signal) and finishes", async () => {
+  it("a task waiting for approval goes back to its queue when approved (a signal) and finishes; a message sent to one joins it", async () => {
     const agent = scripted("st-mailer", { toolCalls: [{ name: "st_send", args: { to: "ops" } }] }, { tools: ["st_send"] });
     const handle = await client.submit(agent, "send it", { queue: Q.hitl });
     await waitFor(async () => (await handle.status()).status === "WAITING", { what: "the task to wait for approval" });
     await handle.approve();
     expect(await handle.result({ timeoutMs: 10_000 })).toMatchObject({ text: "st_send returned sent to ops. Echo: send it" });
+
+    // Sent while it waits: taken when it runs again (the scripted model answers a user message with its tool call, so it waits again).
+    const steered = await client.submit(agent, "send it", { queue: Q.hitl });
+    await waitFor(async () => (await steered.status()).status === "WAITING", { what: "the task to wait for approval" });
+    const { messageId } = await steered.send("cc the team");
+    await steered.approve();
+    const joined = await waitFor(async () => (await readEvents(admin.redis, keys, steered.taskId)).events.find((e) => e.type === "user-message"), {
+      what: "the message to join",
+    });
+    expect(joined).toMatchObject({ messageId, content: "cc the team" });
+    await steered.cancel();
   });
 
   it("a corrupt record is failed, a malformed entry dead-lettered, an entry given back runs, a dead consumer's task reclaimed and the consumer then forgotten", async () => {

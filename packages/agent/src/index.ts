@@ -6,6 +6,7 @@
 // Human in the loop: what a tool's wait throws, and what a run that stopped to wait throws.
 export { TaskSuspended, UnrecoverableError, type WaitOptions, type WaitRequest } from "@flotilla/core";
 export { Agent, type AgentConfig } from "./agent.ts";
+export type { InboxMessage } from "./loop.ts";
 export {
   KNOWN_PROVIDERS,
   type KnownProvider,

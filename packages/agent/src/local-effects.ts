@@ -3,7 +3,7 @@
 // happen, and every message handed to `onMessage` as it joins the conversation.
 import { ErrorCodes, FlotillaError, type Message, type RateLimiter, WaitForSignal } from "@flotilla/core";
 import { context, type Exception, type Span, SpanStatusCode, trace } from "@opentelemetry/api";
-import type { LoopEffects } from "./loop.ts";
+import type { InboxMessage, LoopEffects } from "./loop.ts";
 import type { LanguageModel, ModelResolver } from "./model.ts";
 import { toolMessage } from "./steps.ts";
 import { approvalGate, resolveTools, runToolCall, type ToolRegistry, toolDefinitions } from "./tool.ts";
@@ -19,6 +19,8 @@ export interface LocalEffectsOptions {
   onMessage?: ((message: Message) => void | Promise<void>) | undefined;
   /** Fleet-wide rate limits that agents (`rateLimit`) and tools draw from. */
   rateLimiter?: RateLimiter | undefined;
+  /** Messages sent to the run, asked for at each turn boundary (see LoopEffects.inbox). */
+  inbox?: (() => Promise<InboxMessage[]>) | undefined;
 }
 
 const tracer = () => trace.getTracer("@flotilla/agent");
@@ -133,5 +135,6 @@ export function localEffects(options: LocalEffectsOptions): LoopEffects {
       yield { type: "handoff", from, to, ...(reason && { reason }) };
       if (message) await remember(message);
     },
+    ...(options.inbox && { inbox: options.inbox, joined: remember }),
   };
 }

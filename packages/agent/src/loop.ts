@@ -72,6 +72,12 @@ export interface Handoff {
   message?: Message;
 }
 
+/** A message sent to the running task (`handle.send`), taken at a turn boundary. */
+export interface InboxMessage {
+  id: string;
+  content: string;
+}
+
 export interface LoopEffects {
   /** An agent takes over (the first, or after a handoff): resolve what its turns need. */
   enter(agent: AgentSpec, handoffTargets: readonly string[]): AgentEffects | Promise<AgentEffects>;
@@ -81,6 +87,15 @@ export interface LoopEffects {
   toolResults(results: ToolResult[], turn: TurnContext): Effect<void>;
   /** `step`: the turns run so far. */
   handoff(handoff: Handoff, step: number): Effect<void>;
+  /**
+   * Messages sent to the running task since the last boundary, taken at a turn boundary: before
+   * each model turn, and once more after an answer with no tool calls (one sent during the final turn
+   * gets an answer: another turn, if the agent has turns left). Each joins the conversation as a
+   * user message, after a `user-message` event. @default none: nothing can be sent to the run
+   */
+  inbox?(turn: TurnContext): Effect<InboxMessage[]>;
+  /** A message taken from the inbox has joined the conversation. */
+  joined?(message: Message): Effect<void>;
 }
 
 export interface LoopOptions {
@@ -233,6 +248,7 @@ async function* runAgent(agent: AgentSpec, state: State, handoffTargets: readonl
       resumed = undefined;
     } else {
       turnContext = { agent, step: state.steps, handoffTargets };
+      yield* takeInbox(state, turnContext);
       let turn: TurnOutput;
       try {
         turn = yield* perform(own.modelTurn(state.messages, turnContext));
@@ -249,7 +265,11 @@ async function* runAgent(agent: AgentSpec, state: State, handoffTargets: readonl
       if (effects.answered) yield* perform(effects.answered(answer, turnContext));
       toolCalls = turn.toolCalls;
     }
-    if (toolCalls.length === 0) break;
+    if (toolCalls.length === 0) {
+      // A message sent during the final turn is answered, in one more turn if the agent has one left.
+      if (i + 1 < maxSteps && (yield* takeInbox(state, { agent, step: state.steps, handoffTargets })) > 0) continue;
+      break;
+    }
     const handoff = toolCalls.find((c) => c.name === HANDOFF_TOOL);
     const waits: PendingWait[] = [];
     // Every call starts before any is awaited: in the workflow, their activities are scheduled in call order.
@@ -279,6 +299,19 @@ async function* runAgent(agent: AgentSpec, state: State, handoffTargets: readonl
     if (handoff && results.some((r) => r.call === handoff && !r.isError)) return { text, handoff: handoffTarget(handoff) };
   }
   return { text };
+}
+
+/** Takes what waits in the run's inbox into the conversation, each after its `user-message` event; returns how many. */
+async function* takeInbox(state: State, turn: TurnContext): AsyncGenerator<AgentEvent, number, undefined> {
+  if (!state.effects.inbox) return 0;
+  const messages = yield* perform(state.effects.inbox(turn));
+  for (const m of messages) {
+    yield { type: "user-message", messageId: m.id, content: m.content };
+    const message: Message = { role: "user", content: m.content };
+    state.messages.push(message);
+    if (state.effects.joined) yield* perform(state.effects.joined(message));
+  }
+  return messages.length;
 }
 
 /** The run stops at turn `i` of `agent`: its finished calls' results and its waiting calls' signals are kept. */

@@ -1,7 +1,7 @@
 import type { JsonValue, Message, RateLimiter, Resumption, RunnableSpec } from "@flotilla/core";
 import type { AgentEvent, Usage } from "@flotilla/events";
 import { localEffects } from "./local-effects.ts";
-import { type LoopResult, runLoop, Suspension } from "./loop.ts";
+import { type InboxMessage, type LoopResult, runLoop, Suspension } from "./loop.ts";
 import { type LanguageModel, ModelResolver, type ModelResolverOptions } from "./model.ts";
 import { parseOutput } from "./output.ts";
 import { inputMessage } from "./steps.ts";
@@ -34,6 +34,11 @@ export interface RunOptions {
    * saved conversation holds them.
    */
   resume?: Resumption;
+  /**
+   * Messages sent to the run (a worker gives its task's inbox: `handle.send`), asked for at each turn
+   * boundary; each joins the conversation as a user message, after a `user-message` event. @default none
+   */
+  inbox?: () => Promise<InboxMessage[]>;
 }
 
 export interface RunResult {
@@ -77,6 +82,7 @@ async function* stream(
     attempt: options.attempt ?? 1,
     onMessage: options.onMessage,
     rateLimiter: options.rateLimiter,
+    inbox: options.inbox,
   });
   const resume = options.resume && resumePoint(options.resume);
   let messages: Message[] = [];

@@ -9,6 +9,8 @@ export {
   FlotillaError,
   type JsonValue,
   LifecycleError,
+  NotRunningError,
+  NotWaitingError,
   type ResultOf,
   type SubmitOptions,
   TaskCancelledError,

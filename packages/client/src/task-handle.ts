@@ -9,7 +9,9 @@ import {
   isTerminal,
   type JsonValue,
   JsonValueSchema,
+  NotRunningError,
   NotWaitingError,
+  newId,
   parseInput,
   SignalNameSchema,
   splitTaskId,
@@ -230,6 +232,28 @@ export class TaskHandle<R = AgentResult> {
     const reply = await withRedis(this.ctx.redis, () => this.ctx.store.signal(this.taskId, signal, json));
     if (reply.outcome === "missing") throw new TaskNotFoundError(this.taskId);
     if (reply.outcome === "not-waiting") throw new NotWaitingError(this.taskId, signal, reply.status, reply.waitingFor);
+  }
+
+  /**
+   * Sends a message into the running agent, from any process: it waits in the task's own slot and
+   * joins the conversation at the run's next turn boundary (after the current model call and its
+   * tool calls), so the model's next turn sees it; the task's stream carries a `user-message` event
+   * (`messageId`: the id returned) where it joined. One sent during the final turn gets another turn,
+   * if the agent has one left. A PENDING or WAITING task (an approval, a signal) gets it when it runs
+   * again. A task that has ended: NotRunningError (code NOT_RUNNING), nothing written;
+   * TaskNotFoundError when there is no such task; a ValidationError for an empty message or one over
+   * the payload limit. Agents run in this process's runtime only (Redis mode): a Temporal-mode run
+   * does not take messages yet.
+   */
+  async send(message: string): Promise<{ messageId: string; waiting: number }> {
+    if (typeof message !== "string" || message.length === 0) throw ValidationError.of("message", "message", "must be a non-empty string");
+    const bytes = Buffer.byteLength(message);
+    if (bytes > DEFAULTS.maxPayloadBytes) throw ValidationError.of("message", "message", `is ${bytes} bytes; at most ${DEFAULTS.maxPayloadBytes}`);
+    const messageId = newId();
+    const reply = await withRedis(this.ctx.redis, () => this.ctx.store.sendMessage(this.taskId, { id: messageId, content: message, at: Date.now() }));
+    if (reply.outcome === "missing") throw new TaskNotFoundError(this.taskId);
+    if (reply.outcome === "finished") throw new NotRunningError(this.taskId, reply.status ?? "ended");
+    return { messageId, waiting: reply.waiting };
   }
 
   /** Approves the tool call the task waits on (a tool with `approval`): it runs. `signal`: the tool's approval signal. */

@@ -93,6 +93,8 @@ export const ErrorCodes = {
   BAD_SIGNATURE: "BAD_SIGNATURE",
   /** A signal sent to a task that is not WAITING for a signal of that name (it never asked, was already resumed, or ended). */
   NOT_WAITING: "NOT_WAITING",
+  /** A message sent to a task that has finished (COMPLETED, FAILED or CANCELLED): nobody will read it. */
+  NOT_RUNNING: "NOT_RUNNING",
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
@@ -206,6 +208,17 @@ export class NotWaitingError extends FlotillaError {
     this.taskId = taskId;
     this.status = status;
     this.waitingFor = waitingFor;
+  }
+}
+
+/** A message sent to a task that has ended: `status` is how it ended. */
+export class NotRunningError extends FlotillaError {
+  readonly taskId: string;
+  readonly status: string;
+  constructor(taskId: string, status: string) {
+    super(ErrorCodes.NOT_RUNNING, `task ${taskId} has ended (${status}): a message sent to it would never be read`, { details: { status } });
+    this.taskId = taskId;
+    this.status = status;
   }
 }
 

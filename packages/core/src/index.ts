@@ -19,6 +19,7 @@ export {
   LifecycleError,
   NON_RETRYABLE_CODES,
   NotReplicatedError,
+  NotRunningError,
   NotWaitingError,
   RedisFullError,
   TaskCancelledError,

@@ -49,6 +49,8 @@ export interface Keys {
   eventsChannel(taskId: string): string;
   /** What `eventsChannel()` puts before a task's name. */
   eventsChannelBase(queue: string): string;
+  /** List: messages sent to the running task (`handle.send`), waiting for its next turn boundary, oldest first. */
+  inbox(taskId: string): string;
   /** Pub/Sub (sharded): status events of every task of a queue (JSON arrays, one message per script call). */
   statusChannel(queue: string): string;
   /**
@@ -192,6 +194,7 @@ export function createKeys(prefix: string = DEFAULTS.prefix): Keys {
     events: (id) => ofTask("stream", id),
     eventsBase: (q) => `${tagged("stream", q)}:`,
     eventsChannel: (id) => ofTask("events", id),
+    inbox: (id) => ofTask("inbox", id),
     eventsChannelBase: (q) => `${tagged("events", q)}:`,
     statusChannel: (q) => tagged("status", q),
     cancelChannel: (q) => tagged("cancel", q),

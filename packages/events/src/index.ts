@@ -29,5 +29,6 @@ export {
   type Usage,
   UsageEventSchema,
   UsageSchema,
+  UserMessageEventSchema,
 } from "./schema.ts";
 export { type StatusEvent, StatusFeed, type StatusFeedOptions, type StatusListener } from "./status-feed.ts";

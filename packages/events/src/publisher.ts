@@ -21,6 +21,8 @@ export interface PublisherOptions {
   onStale?: () => void;
   /** Called after each batch Redis accepted: how many events of each type, and how long it took (ms). */
   onPublished?: (types: Readonly<Record<string, number>>, ms: number) => void;
+  /** Messages waiting in the task's inbox as the attempt started (the start's reply says). @default 0 */
+  messagesWaiting?: number;
   /**
    * How long a batch is sent again while Redis cannot be reached (a failover under way), before its
    * failure is kept for the next flush. @default 30_000
@@ -80,6 +82,8 @@ export class EventPublisher {
   private sent = 0;
   /** The fields the worker stamps on every event, as JSON members; `ts` is added per event (made at the first emit). */
   private stamp: string | undefined;
+  /** Set by messagesTaken until the next batch's reply (which then speaks for the inbox). */
+  private waitingKnown: number | undefined;
   /** Number of events Redis accepted. */
   published = 0;
 
@@ -92,6 +96,19 @@ export class EventPublisher {
 
   get isStale(): boolean {
     return this.stale;
+  }
+
+  /**
+   * How many messages wait in the task's inbox (sent to it: `handle.send`), as the last batch's
+   * reply said (before any, as the start's did): a turn boundary takes them only when this is above 0.
+   */
+  get messagesWaiting(): number {
+    return this.waitingKnown ?? this.log?.messagesWaiting ?? this.opts.messagesWaiting ?? 0;
+  }
+
+  /** The inbox was emptied (the run took what waited): none wait until a later reply says so. */
+  messagesTaken(): void {
+    this.waitingKnown = 0;
   }
 
   emit(event: AgentEvent): void {
@@ -162,6 +179,7 @@ export class EventPublisher {
       this.sent += batch.length;
       const batchId = this.opts.scope === undefined ? `${this.opts.attempt}:${++this.batches}` : `scope=${this.opts.scope}:${first}`;
       const last = await this.append(batchId, batch);
+      this.waitingKnown = undefined;
       if (last < 0) {
         this.stale = true;
         this.opts.onStale?.();

@@ -76,6 +76,11 @@ export const ProgressEventSchema = z.object({
   name: z.string(),
   data: JsonValueSchema,
 });
+/**
+ * A message sent to the running task (`handle.send`) joined its conversation here, at a turn
+ * boundary: the model's next turn sees it. `messageId` is the id `send` returned.
+ */
+export const UserMessageEventSchema = z.object({ ...base, type: z.literal("user-message"), messageId: z.string(), content: z.string() });
 export const ErrorEventSchema = z.object({ ...base, type: z.literal("error"), message: z.string(), code: z.string() });
 export const CustomEventSchema = z.object({ ...base, type: z.literal("custom"), name: z.string(), data: JsonValueSchema });
 
@@ -89,6 +94,7 @@ export const FlotillaEventSchema = z.discriminatedUnion("type", [
   UsageEventSchema,
   HandoffEventSchema,
   ProgressEventSchema,
+  UserMessageEventSchema,
   ErrorEventSchema,
   CustomEventSchema,
 ]);
@@ -108,8 +114,9 @@ export const isTerminalEvent = (e: FlotillaEvent): e is EventOf<"status"> => e.t
 
 /**
  * Types kept when a task is submitted with `detailed: false`: what a user is shown (status, the
- * answer as it streams, and the progress tools report, as a job's progress is in BullMQ), not how
+ * answer as it streams, the progress tools report, as a job's progress is in BullMQ, and the messages
+ * sent to it where they joined), not how
  * the agent works (its tool calls, steps, usage).
  */
-const SUMMARY_TYPES: ReadonlySet<EventType> = new Set(["status", "text", "progress"]);
+const SUMMARY_TYPES: ReadonlySet<EventType> = new Set(["status", "text", "progress", "user-message"]);
 export const keepsEvent = (detailed: boolean, type: EventType): boolean => detailed || SUMMARY_TYPES.has(type);

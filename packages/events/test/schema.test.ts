@@ -13,6 +13,7 @@ const examples: Record<FlotillaEvent["type"], Record<string, unknown>> = {
   usage: { type: "usage", inputTokens: 1, outputTokens: 2, totalTokens: 3 },
   handoff: { type: "handoff", from: "a", to: "b" },
   progress: { type: "progress", toolCallId: "c1", name: "search", data: { done: 1, total: 3 } },
+  "user-message": { type: "user-message", messageId: "m1", content: "also check the weekend" },
   error: { type: "error", message: "boom", code: "AGENT_ERROR" },
   custom: { type: "custom", name: "progress", data: { done: 1 } },
 };
@@ -47,9 +48,9 @@ describe("isTerminalEvent", () => {
 });
 
 describe("keepsEvent", () => {
-  it("keeps every type for a detailed task, status, text and progress only otherwise", () => {
+  it("keeps every type for a detailed task, status, text, progress and user messages only otherwise", () => {
     const types = Object.keys(examples) as Array<FlotillaEvent["type"]>;
     expect(types.filter((t) => keepsEvent(true, t))).toEqual(types);
-    expect(types.filter((t) => keepsEvent(false, t))).toEqual(["status", "text", "progress"]);
+    expect(types.filter((t) => keepsEvent(false, t))).toEqual(["status", "text", "progress", "user-message"]);
   });
 });

@@ -17,9 +17,11 @@
       (JSON objects without seq)
 
   Returns:
-    per task, in order: the last seq written (the record's seq when nothing was new); -1 when the task
-    is no longer RUNNING as this attempt (finished, cancelled, or taken over): the caller must stop its
-    run; or 'CORRUPT_RECORD task record: <why>' when its record cannot be trusted: nothing written for it
+    per task, in order: the last seq written (the record's seq when nothing was new), or { that seq,
+    how many messages wait in its inbox } when some do (sent to it: its worker takes them at its next
+    turn boundary); -1 when the task is no longer RUNNING as this attempt (finished, cancelled, or
+    taken over): the caller must stop its run; or 'CORRUPT_RECORD task record: <why>' when its record
+    cannot be trusted: nothing written for it
 ]]
 --- @include "reserveEventSeqs"
 --- @include "appendEventBatch"
@@ -31,19 +33,21 @@ while i <= #ARGV do
   count = tonumber(count)
   local first = i + 6
   i = first + count
-  local before, skip = reserveEventSeqs(taskBase .. name, attempt, batchId, count)
+  local before, skip, waiting = reserveEventSeqs(taskBase .. name, attempt, batchId, count)
   if before == -2 then
     out[#out + 1] = 'CORRUPT_RECORD task record: ' .. skip
   elseif before < 0 then
     out[#out + 1] = -1
-  elseif skip == count then
-    out[#out + 1] = before
   else
-    local bodies = {}
-    for j = first + skip, i - 1 do
-      bodies[#bodies + 1] = ARGV[j]
+    local last = before
+    if skip < count then
+      local bodies = {}
+      for j = first + skip, i - 1 do
+        bodies[#bodies + 1] = ARGV[j]
+      end
+      last = appendEventBatch(streamBase .. name, channelBase .. name, bodies, before + 1, maxLen, ttlMs)
     end
-    out[#out + 1] = appendEventBatch(streamBase .. name, channelBase .. name, bodies, before + 1, maxLen, ttlMs)
+    out[#out + 1] = waiting > 0 and { last, waiting } or last
   end
 end
 return out

@@ -21,6 +21,11 @@ export class TaskEventLog {
   /** The task's name and its queue's key bases: what the script takes. */
   readonly target: AppendTarget;
   private readonly retention: Retention;
+  /**
+   * How many messages wait in the task's inbox (sent to it: TaskStore.sendMessage), as the last
+   * append's reply said: a turn boundary takes them when this is above 0, and asks nothing otherwise.
+   */
+  messagesWaiting = 0;
 
   constructor(redis: Redis, keys: Keys, retention: Retention, taskId: string) {
     this.redis = redis;
@@ -44,9 +49,11 @@ export class TaskEventLog {
    * @param batchId makes a resend harmless: `<attempt>:<n>` increasing per producer, or `scope=<name>:<first index>`
    * @param bodies JSON objects without `seq`, which the store numbers
    */
-  append(attempt: number | "*", batchId: string, bodies: readonly string[]): Promise<number> {
+  async append(attempt: number | "*", batchId: string, bodies: readonly string[]): Promise<number> {
     const r = this.retention;
-    return appendsOf(this.redis).add(this.target, [attempt, r.eventMaxLen, r.runningEventTtlMs, batchId, bodies.length, ...bodies]);
+    const { last, waiting } = await appendsOf(this.redis).add(this.target, [attempt, r.eventMaxLen, r.runningEventTtlMs, batchId, bodies.length, ...bodies]);
+    if (last >= 0) this.messagesWaiting = waiting;
+    return last;
   }
 }
 
@@ -57,11 +64,17 @@ interface AppendTarget {
   bases: [task: string, stream: string, channel: string];
 }
 
+/** The last seq written (-1: fenced out) and how many messages wait in the task's inbox. */
+interface AppendReply {
+  last: number;
+  waiting: number;
+}
+
 interface PendingAppend {
   target: AppendTarget;
   /** attempt, eventMaxLen, ttlMs, batchId, count, bodies… (the script's per-task fields after the name). */
   args: Array<string | number>;
-  resolve: (seq: number) => void;
+  resolve: (reply: AppendReply) => void;
   reject: (err: unknown) => void;
 }
 
@@ -78,8 +91,8 @@ class Appends {
     this.redis = redis;
   }
 
-  add(target: AppendTarget, args: Array<string | number>): Promise<number> {
-    return new Promise<number>((resolve, reject) => {
+  add(target: AppendTarget, args: Array<string | number>): Promise<AppendReply> {
+    return new Promise<AppendReply>((resolve, reject) => {
       const list = this.pending.get(target.queue);
       if (list) list.push({ target, args, resolve, reject });
       else this.pending.set(target.queue, [{ target, args, resolve, reject }]);
@@ -131,7 +144,9 @@ class Appends {
     }
     call.forEach((p, i) => {
       const r = reply[i];
-      if (typeof r === "number") p.resolve(r);
+      if (typeof r === "number") p.resolve({ last: r, waiting: 0 });
+      // Messages wait in the task's inbox: { last, waiting }.
+      else if (Array.isArray(r) && typeof r[0] === "number" && typeof r[1] === "number") p.resolve({ last: r[0], waiting: r[1] });
       else p.reject(scripts.publish.typed(new Error(String(r))));
     });
   }

@@ -8,6 +8,7 @@ export {
   TaskEventLog,
   type TaskLog,
 } from "./event-log.ts";
+export { type InboxMessage, InboxMessageSchema, type SendReply, sendMessage, type TakeReply, takeMessages } from "./inbox.ts";
 export { INPUT_PREVIEW_CHARS, inputPreviewOf } from "./input-preview.ts";
 export type { ListTasksOptions, TaskPage } from "./listing.ts";
 export { clearHandoffs, listQueues, readAttempt, readCancelRequests, readCreatedSince, readFields, readHandoffs, readRunning } from "./readers.ts";

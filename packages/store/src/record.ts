@@ -61,6 +61,9 @@ export const RECORD_FIELDS = {
   waiting: "JSON of the signal a WAITING task waits for (see WaitRequestSchema); cleared when it resumes",
   resume: "JSON of the state its run saved when it stopped to wait (read by the worker that resumes it; cleared when it ends)",
   signal: "JSON `{ name, payload, at }` of the signal that resumed it (cleared when it ends or waits again)",
+  inbox: "how many messages wait in its inbox (sent to it: sendMessage-2.lua), absent when none; each publish reply says it",
+  lastTake: "id of the last take of its inbox (`<attempt>:<n>`): a resent take returns the same messages",
+  lastTaken: "JSON array of the messages the last take returned, for a resend of it",
   // Its events (written by the status-event and event-log includes).
   seq: "the number of its last event: every event gets the next, so a task's events have no gap",
   log: "its status events, comma-joined JSON (it has an event stream only for its other events)",

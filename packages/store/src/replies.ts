@@ -38,6 +38,8 @@ export interface RunnableTask {
   signal: string | undefined;
   /** Its creator's signature (hex HMAC-SHA256), if it was signed. */
   signature: string | undefined;
+  /** Messages waiting in its inbox as it starts (sent before it ran, or while it waited): its first turn takes them. */
+  messagesWaiting: number;
 }
 
 interface EntryRef {
@@ -127,6 +129,7 @@ function parseRun(queue: string, r: readonly unknown[]): StartReply {
     resume: o.resume || undefined,
     signal: o.signal || undefined,
     signature: o.signature || undefined,
+    messagesWaiting: Number(o.inbox || 0),
   };
 }
 

@@ -50,7 +50,19 @@ export const SETTLE_OUTCOME_FIELDS = [
 export const RUN_REPLY_FIELDS = ["lane", "entryId", "name", "attempt", "payload", "agent", "waitedMs"] as const;
 
 /** includes/startEntry.lua's RUN_OPTIONAL: the fields a `run` reply carries as name, value pairs, when the record has them. */
-export const RUN_REPLY_OPTIONAL = ["timeoutMs", "detailed", "metadata", "retries", "maxRetries", "backoff", "trace", "resume", "signal", "signature"] as const;
+export const RUN_REPLY_OPTIONAL = [
+  "timeoutMs",
+  "detailed",
+  "metadata",
+  "retries",
+  "maxRetries",
+  "backoff",
+  "trace",
+  "resume",
+  "signal",
+  "signature",
+  "inbox",
+] as const;
 
 export type Row<F extends readonly string[]> = { readonly [K in F[number]]: string | number };
 

@@ -11,4 +11,6 @@ export const scripts = {
   publish: new LuaScript(lua.publish),
   failCorrupt: new LuaScript(lua.failCorrupt),
   signal: new LuaScript(lua.signal),
+  sendMessage: new LuaScript(lua.sendMessage),
+  takeMessages: new LuaScript(lua.takeMessages),
 } as const;

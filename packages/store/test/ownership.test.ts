@@ -136,6 +136,8 @@ describe("ownership of keys and fields", () => {
       "failed",
       "requested",
       "finished",
+      // What sendMessage-2.lua answers.
+      "queued",
       "high",
       "normal",
       "low",

@@ -38,6 +38,7 @@ describe("a started task", () => {
       backoff: expect.objectContaining({ delayMs: 250, maxDelayMs: 4000 }),
       waitedMs: 1500,
       trace,
+      messagesWaiting: 0,
     });
     await store.finish("sr/full", { attempt: 1, status: "RETRYING", agent: "writer", retryAt: 1, error: { message: "x", code: "AGENT_ERROR" } });
     expect(await store.start("sr/full", "w", { now: createdAt + 3000 })).toMatchObject({ kind: "run", attempt: 2, retries: 1, waitedMs: 3000 });

@@ -74,6 +74,7 @@ export function agentExecutor(options: AgentExecutorOptions = {}): Executor {
       ...(onMessage && { onMessage }),
       ...(options.rateLimiter && { rateLimiter: options.rateLimiter }),
       ...(resume && { resume }),
+      ...(ctx.takeMessages && { inbox: ctx.takeMessages }),
       taskId: ctx.taskId,
       attempt: ctx.attempt,
     });

@@ -11,6 +11,7 @@ import {
   type JsonValue,
   JsonValueSchema,
   type Keys,
+  type Logger,
   NodePayloadSchema,
   parseJsonOr,
   parseStored,
@@ -27,7 +28,7 @@ import {
 } from "@flotilla/core";
 import { type AgentEvent, EventPublisher } from "@flotilla/events";
 import { extractTrace, type FlotillaMetrics, METRICS, SpanKind, withSpan } from "@flotilla/metrics";
-import { type FinishInput, type StartReply, verifyTaskSignature } from "@flotilla/store";
+import { type FinishInput, type StartReply, takeMessages, verifyTaskSignature } from "@flotilla/store";
 import { SpanStatusCode } from "@opentelemetry/api";
 import type { Redis } from "ioredis";
 import { z } from "zod";
@@ -78,6 +79,8 @@ export interface AttemptDeps {
   maxPayloadBytes?: number | undefined;
   /** When set, only tasks signed with one of these run; others fail BAD_SIGNATURE. */
   signingSecrets?: readonly string[] | undefined;
+  /** Where what an attempt notices goes (a task's inbox holding something other than messages). @default none */
+  log?: Logger | undefined;
 }
 
 /**
@@ -186,6 +189,7 @@ export class AttemptRunner {
       agent: agentName,
       detailed: start.detailed,
       onStale: () => controller.abort(new AbortReason(ErrorCodes.STALE_ATTEMPT, "the task is no longer ours")),
+      messagesWaiting: start.messagesWaiting,
       onPublished: (types, ms) => {
         for (const [type, n] of Object.entries(types)) metrics.add(METRICS.eventsEmitted, n, { type });
         metrics.record(METRICS.publishDuration, ms / 1000);
@@ -204,6 +208,8 @@ export class AttemptRunner {
     aborted.catch(() => {});
 
     let usage: TokenUsage | undefined;
+    /** Takes of the task's inbox so far (their ids: `<attempt>:<n>`). */
+    let takes = 0;
     const attrs = { queue: lane.queue, agent: agentName };
     if (attempt === 1) metrics.record(METRICS.waitTime, start.waitedMs / 1000, attrs);
     const runStarted = performance.now();
@@ -229,6 +235,17 @@ export class AttemptRunner {
           emit: (event: AgentEvent) => publisher.emit(event),
           reportUsage: (u: TokenUsage) => {
             usage = u;
+          },
+          takeMessages: async () => {
+            // The turn's events go first: their reply carries the newest count of messages waiting.
+            await publisher.flush();
+            if (publisher.messagesWaiting === 0) return [];
+            const taken = await takeMessages(this.deps.redis, this.deps.keys, taskId, attempt, `${attempt}:${++takes}`);
+            publisher.messagesTaken();
+            // No longer this attempt's (its publisher hears so too, and the run is stopped).
+            if (taken === undefined) return [];
+            if (taken.malformed > 0) this.deps.log?.warn("dropped inbox entries that were not messages", { taskId, malformed: taken.malformed });
+            return taken.messages.map(({ id, content }) => ({ id, content }));
           },
         };
         const { executor, graph } = this.deps;

@@ -27,6 +27,12 @@ export interface ExecutionContext {
   /** Records the run's token totals on the task (the last report wins). */
   reportUsage(usage: TokenUsage): void;
   /**
+   * Messages sent to the task (`handle.send`) since the last call, oldest first: for a turn boundary.
+   * Publishes the events emitted so far first (their reply says whether any wait), and costs a Redis
+   * command only when some do. @default none (a context made by hand): nothing is ever sent
+   */
+  takeMessages?(): Promise<Array<{ id: string; content: string }>>;
+  /**
    * Set when the task stopped to wait for a signal and this attempt carries it on: the state the run
    * saved (what its executor threw in a TaskSuspended) and the signal that came (none: the wait timed out).
    */

@@ -150,6 +150,7 @@ export class WorkerSession {
       defaultTimeoutOf: (queue) => options.queueTimeouts[queue] ?? options.defaultTimeoutMs,
       onDeadline: () => this.onDeadline,
       started: (taskId, attempt) => listener.started(taskId, attempt),
+      log,
     });
     const dispatcher = new Dispatcher(
       this.inFlight,

@@ -111,6 +111,8 @@ class EventPrinter {
         return (e.isError ? c.red : c.dim)(`← ${e.name}: ${brief(e.result, 120)}`);
       case "progress":
         return c.dim(`… ${e.name}: ${brief(e.data, 120)}`);
+      case "user-message":
+        return c.cyan(`» user: ${brief(e.content, 120)}`);
       case "handoff":
         return c.dim(`handoff ${e.from} → ${e.to}${e.reason ? `: ${e.reason}` : ""}`);
       case "error":

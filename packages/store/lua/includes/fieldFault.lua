@@ -4,7 +4,7 @@
 local RECORD_INTEGERS = {
   attempt = true, createdAt = true, seq = true, maxDeliveries = true, deliveriesBase = true, retries = true,
   maxRetries = true, timeoutMs = true, startedAt = true, cancelRequestedAt = true, concurrencyLimit = true, parked = true,
-  parkedAt = true,
+  parkedAt = true, inbox = true,
 }
 -- Differences of two processes' clocks: negative when the submitter's clock ran ahead.
 local RECORD_SIGNED = { waitMs = true }

@@ -19,7 +19,7 @@ local PACK_SKIP = {
   status = true, attempt = true, handoff = true, z = true, payload = true, signature = true, trace = true,
   backoff = true, entryId = true, lastBatch = true, deliveriesBase = true, retryAt = true, resume = true,
   signal = true, waiting = true, parked = true, parkedAt = true, error = true, queue = true, seq = true, taskId = true,
-  completedAt = true, durationMs = true
+  completedAt = true, durationMs = true, inbox = true, lastTake = true, lastTaken = true
 }
 -- Each member's opening: its short name ('"t":'), written whole so that packing makes no string for it.
 local PACK_NAMES = {

@@ -29,7 +29,8 @@
 --   { 'run', lane, entryId, name, attempt, payload, agent, waitedMs }, then a field name and its value
 --     for each of RUN_OPTIONAL the record holds (timeoutMs, detailed, metadata, retries, maxRetries,
 --     backoff, trace, resume: the saved state of a run that stopped to wait for a signal, signal: the
---     one that resumed it, absent when the wait timed out, signature: its creator's HMAC)
+--     one that resumed it, absent when the wait timed out, signature: its creator's HMAC, inbox: how
+--     many messages wait in its inbox, sent to it before it started)
 --   { 'skip', lane, entryId, name, reason ('terminal' | 'running' | 'cancelled' | 'parked'), status }
 --   { 'dead', lane, entryId, name, attempts, lastError, reason }: failed DELIVERY_LIMIT and dead-lettered
 --     (with `reason`) by this call
@@ -38,7 +39,7 @@
 -- The fields a run reply carries by name, when the record has them (@flotilla/store's
 -- RUN_REPLY_OPTIONAL lists the same, a test checks).
 local RUN_OPTIONAL = { 'timeoutMs', 'detailed', 'metadata', 'retries', 'maxRetries', 'backoff', 'trace', 'resume', 'signal',
-  'signature' }
+  'signature', 'inbox' }
 local LANE_NAMES = { 'high', 'normal', 'low' }
 local function startEntry(batch, lane, entryId, name, reclaimed)
   local key = batch.taskBase .. name
