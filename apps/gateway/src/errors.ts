@@ -41,6 +41,8 @@ export const ERROR_STATUS: Readonly<Record<string, ContentfulStatusCode>> = {
   [ErrorCodes.WAIT_TIMEOUT]: 408,
   [ErrorCodes.DUPLICATE_TASK]: 409,
   [ErrorCodes.NOT_WAITING]: 409,
+  // A message to a task that has ended: the request was fine, the task's state conflicts with it.
+  [ErrorCodes.NOT_RUNNING]: 409,
   // `GET /v1/tasks/{id}/result` of a task that ended without a result: the request was fine, the task's state conflicts with it.
   [ErrorCodes.TASK_FAILED]: 409,
   [ErrorCodes.TASK_CANCELLED]: 409,

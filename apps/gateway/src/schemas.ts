@@ -179,6 +179,19 @@ export const SignalRequestSchema = z.object({ name: SignalNameSchema, payload: J
 
 export const SignalResponseSchema = z.object({ taskId: TaskIdSchema, signal: z.string() }).openapi("SignalSent");
 
+export const MessageRequestSchema = z
+  .object({ message: z.string().min(1).openapi({ description: "What to tell the running agent: it joins the conversation at its next turn boundary." }) })
+  .strict()
+  .openapi("MessageRequest");
+
+export const MessageResponseSchema = z
+  .object({
+    taskId: TaskIdSchema,
+    messageId: z.string().openapi({ description: "The `messageId` of the `user-message` event that marks where it joined." }),
+    waiting: z.number().int().openapi({ description: "Messages waiting for the run's next turn boundary, this one included." }),
+  })
+  .openapi("MessageSent");
+
 export const QueueOverviewSchema = z
   .object({
     queue: QueueNameSchema,

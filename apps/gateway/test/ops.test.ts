@@ -29,6 +29,7 @@ describe("gateway operations", () => {
         "GET /v1/tasks/{id}/events",
         "POST /v1/tasks/{id}/cancel",
         "POST /v1/tasks/{id}/signal",
+        "POST /v1/tasks/{id}/messages",
         "POST /v1/tasks/{id}/retry",
         "POST /v1/tokens",
         "GET /v1/queues",

@@ -133,6 +133,27 @@ describe("gateway tasks", () => {
     expect((await fetch(`${url}${taskPath(unknown, "/result")}?timeoutMs=100`)).status).toBe(404);
   });
 
+  it("a message to a task joins its run (202, a user-message event where it did); to one that ended, 409 NOT_RUNNING", async () => {
+    const { url } = await gateways.start();
+    // Nobody serves its queue yet: the message waits for the run.
+    const taskId = await submit(url, submitBody(scripted("m"), "x", { queue: "tk-message" }));
+    const res = await post(url, taskPath(taskId, "/messages"), JSON.stringify({ message: "be brief" }));
+    expect(res.status).toBe(202);
+    const sent = (await res.json()) as { taskId: string; messageId: string; waiting: number };
+    expect(sent).toMatchObject({ taskId, messageId: expect.any(String), waiting: 1 });
+    await env.worker({ queues: ["tk-message"] });
+    await waitFor(async () => (await (await fetch(`${url}${taskPath(taskId)}`)).json()).status === "COMPLETED", { what: "the task to end" });
+    const joined = (await env.events(taskId)).find((e) => e.type === "user-message");
+    expect(joined).toMatchObject({ messageId: sent.messageId, content: "be brief" });
+    const late = await post(url, taskPath(taskId, "/messages"), JSON.stringify({ message: "too late" }));
+    expect(late.status).toBe(409);
+    expect(await late.json()).toMatchObject({ error: { code: "NOT_RUNNING", details: { status: "COMPLETED" } } });
+    expect((await post(url, taskPath("tk-message/nope", "/messages"), JSON.stringify({ message: "hi" }))).status).toBe(404);
+    const empty = await post(url, taskPath(taskId, "/messages"), JSON.stringify({ message: "" }));
+    expect(empty.status).toBe(400);
+    expect(await empty.json()).toMatchObject({ error: { code: "VALIDATION_ERROR", field: "message" } });
+  });
+
   it("lists tasks by queue and status, and shows the queues, workers and alerts", async () => {
     const { url } = await gateways.start();
     const a = await submit(url, submitBody(scripted("l"), "1", { queue: "tk-list" }));

@@ -100,6 +100,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tasks/{id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Tell a running agent something
+         * @description The message waits in the task's own slot and joins the agent's conversation at its next turn boundary (after the model call under way and its tool calls); the task's event stream carries a `user-message` event where it joined. A PENDING or WAITING task gets it when it runs again.
+         */
+        post: operations["sendTaskMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tasks/{id}/retry": {
         parameters: {
             query?: never;
@@ -684,6 +704,16 @@ export interface components {
             ts: number;
             agent: string;
             /** @enum {string} */
+            type: "user-message";
+            messageId: string;
+            content: string;
+        } | {
+            taskId: string;
+            seq: number;
+            attempt: number;
+            ts: number;
+            agent: string;
+            /** @enum {string} */
             type: "error";
             message: string;
             code: string;
@@ -1012,6 +1042,17 @@ export interface components {
         SignalRequest: {
             name: string;
             payload?: components["schemas"]["JsonValue"];
+        };
+        MessageSent: {
+            taskId: string;
+            /** @description The `messageId` of the `user-message` event that marks where it joined. */
+            messageId: string;
+            /** @description Messages waiting for the run's next turn boundary, this one included. */
+            waiting: number;
+        };
+        MessageRequest: {
+            /** @description What to tell the running agent: it joins the conversation at its next turn boundary. */
+            message: string;
         };
         Queues: {
             queues: components["schemas"]["QueueOverview"][];
@@ -1812,6 +1853,96 @@ export interface operations {
             };
             /** @description The task does not wait for this signal (NOT_WAITING). */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Redis is unreachable (or full). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    sendTaskMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `<queue>/<name>`, with the slash URL-encoded: `default%2F01JX…`. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageRequest"];
+            };
+        };
+        responses: {
+            /** @description Taken: it joins at the run's next turn boundary. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageSent"];
+                };
+            };
+            /** @description A parameter or the body failed validation (`error.field` names it). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No bearer token, or one that is not configured. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role or queues do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task (never submitted, or expired), or no such dead letter. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The task has ended (NOT_RUNNING): nothing was written. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is over the gateway's limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -8,6 +8,8 @@ import {
   CancelRequestSchema,
   CancelResponseSchema,
   ListTasksQuery,
+  MessageRequestSchema,
+  MessageResponseSchema,
   PendingResultSchema,
   ResultQuery,
   ResultSchema,
@@ -117,6 +119,26 @@ const signal = createRoute({
   },
 });
 
+const message = createRoute({
+  operationId: "sendTaskMessage",
+  method: "post",
+  path: "/v1/tasks/{id}/messages",
+  tags,
+  summary: "Tell a running agent something",
+  description:
+    "The message waits in the task's own slot and joins the agent's conversation at its next turn boundary (after the model call under way and its tool calls); the task's event stream carries a `user-message` event where it joined. A PENDING or WAITING task gets it when it runs again.",
+  middleware: [requireRole("submit"), jsonDepthGuard] as const,
+  ...SECURED,
+  request: { params: TaskIdParams, body: jsonBody(MessageRequestSchema) },
+  responses: {
+    202: json("Taken: it joins at the run's next turn boundary.", MessageResponseSchema),
+    ...AUTH_ERRORS,
+    ...NOT_FOUND,
+    409: error("The task has ended (NOT_RUNNING): nothing was written."),
+    413: error("The body is over the gateway's limit."),
+  },
+});
+
 const retry = createRoute({
   operationId: "retryTask",
   method: "post",
@@ -202,6 +224,13 @@ export function registerTaskRoutes(app: GatewayApp, { client, options }: Gateway
     const { name, payload } = c.req.valid("json");
     await client.handle(id).signal(name, payload ?? null);
     return c.json({ taskId: id, signal: name }, 200);
+  });
+
+  app.openapi(message, async (c) => {
+    const { id } = c.req.valid("param");
+    assertQueue(c, splitTaskId(id).queue);
+    const sent = await client.handle(id).send(c.req.valid("json").message);
+    return c.json({ taskId: id, ...sent }, 202);
   });
 
   app.openapi(retry, async (c) => {
