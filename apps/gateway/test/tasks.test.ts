@@ -142,7 +142,9 @@ describe("gateway tasks", () => {
     const sent = (await res.json()) as { taskId: string; messageId: string; waiting: number };
     expect(sent).toMatchObject({ taskId, messageId: expect.any(String), waiting: 1 });
     await env.worker({ queues: ["tk-message"] });
-    await waitFor(async () => (await (await fetch(`${url}${taskPath(taskId)}`)).json()).status === "COMPLETED", { what: "the task to end" });
+    await waitFor(async () => ((await (await fetch(`${url}${taskPath(taskId)}`)).json()) as { status: string }).status === "COMPLETED", {
+      what: "the task to end",
+    });
     const joined = (await env.events(taskId)).find((e) => e.type === "user-message");
     expect(joined).toMatchObject({ messageId: sent.messageId, content: "be brief" });
     const late = await post(url, taskPath(taskId, "/messages"), JSON.stringify({ message: "too late" }));
