@@ -213,6 +213,10 @@ export async function* streamEvents(
         needCatchUp = false;
         const caught = await catchUp();
         if (!caught.exists && caught.events.length === 0) return;
+        // It ended, and nothing after what was told is stored or on its way: its end was numbered at
+        // or below a seq already told (a failover lost writes the old master took, and the run went
+        // on from the seq before them). Nothing more will come: end here, as an end whose event is gone.
+        if (caught.terminal && caught.events.length === 0 && !live.some((e) => e.seq > last)) return;
         live = [...caught.events, ...live];
       }
       if (live.length === 0) {

@@ -159,6 +159,29 @@ describe("streamEvents", () => {
     expect(Date.now() - started).toBeLessThan(QUIET_RECHECK_MS * 3);
   }, 20_000);
 
+  it("ends when the task ended with its end numbered at a seq already told (a failover lost writes): no hang", async () => {
+    const taskId = await runningTask();
+    const publisher = new EventPublisher(redis, keys, DEFAULT_RETENTION, { taskId, attempt: 1, agent: "a", detailed: true });
+    const reader = streamEvents(source(newHub()), taskId);
+    publisher.emit({ type: "text", delta: "a" });
+    publisher.emit({ type: "text", delta: "b" });
+    await publisher.flush();
+    const told: FlotillaEvent[] = [];
+    for (let next = await reader.next(); !next.done; next = await reader.next()) {
+      told.push(next.value);
+      if (told.length === 2) break;
+    }
+    expect(seqs(told)).toEqual([1, 2]);
+    // The new master lost the event batch: its record's seq is back at 1, and the run ends from there.
+    await redis.hset(keys.task(taskId), "seq", "1");
+    await store.finish(taskId, { attempt: 1, status: "COMPLETED", agent: "a", result: "done" });
+    const started = Date.now();
+    const rest = await collect(reader);
+    // Its completed event is seq 2 again, already told: dropped; the stream ends all the same.
+    expect(rest.every((e) => e.seq > 2)).toBe(true);
+    expect(Date.now() - started).toBeLessThan(QUIET_RECHECK_MS * 3);
+  }, 20_000);
+
   it("throws TaskNotFoundError for a task that does not exist", async () => {
     await expect(collect(streamEvents(source(newHub()), "q/never-was"))).rejects.toBeInstanceOf(TaskNotFoundError);
   });
