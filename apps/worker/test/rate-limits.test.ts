@@ -1,30 +1,12 @@
 // @cluster: three processes draw on one fleet-wide bucket and hear its pauses over sharded Pub/Sub
 // @serial: bounds the spread of three processes' request times (300 ms): other files' load widens it
-import type { ChildProcess } from "node:child_process";
 import { Agent } from "@flotilla/agent";
-import { FlotillaClient } from "@flotilla/client";
-import { type OpenAIServer, purgePrefix, startOpenAIServer, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnApp } from "./spawn-app.ts";
+import { describe, expect, it } from "vitest";
+import { useModelFleet } from "./spawn-app.ts";
 
 // A fleet-wide rate limit seen from the provider's side: three flotilla-worker processes draw on one
 // limit of 1,200 requests a minute; the local OpenAI-compatible server records when each request came.
-const prefix = testPrefix("app-ratelimit");
-const redis = testRedis();
-const client = new FlotillaClient({ redis: testConnection(), prefix });
-const children: ChildProcess[] = [];
-let server: OpenAIServer;
-
-beforeAll(async () => {
-  server = await startOpenAIServer();
-});
-afterAll(async () => {
-  for (const c of children) c.kill("SIGKILL");
-  await client.close();
-  await server?.close();
-  await purgePrefix(redis, prefix);
-  await redis.quit();
-});
+const fleet = useModelFleet("app-ratelimit");
 
 const RATE_PER_MS = 1200 / 60_000;
 const BURST = 20;
@@ -34,6 +16,7 @@ describe("flotilla-worker with a fleet-wide rate limit", () => {
   it("3 processes × 10 under 200 queued model calls stay within 1,200/min; a 429's Retry-After holds the whole fleet", async () => {
     let n = 0;
     let throttledAt = 0;
+    const { client, server } = fleet;
     server.fallback = () => {
       n++;
       if (n === 100) {
@@ -42,17 +25,7 @@ describe("flotilla-worker with a fleet-wide rate limit", () => {
       }
       return { text: "ok" };
     };
-    for (let i = 0; i < 3; i++) {
-      children.push(
-        spawnApp({
-          prefix,
-          fixture: "rate-limited-module.ts",
-          workerId: `app-rl-${i}`,
-          env: { FLOTILLA_CONCURRENCY: "10", FLOTILLA_PROVIDER_LOCAL_BASE_URL: server.baseURL },
-        }),
-      );
-    }
-    await waitFor(async () => (await client.fleet.status()).workers.filter((w) => w.workerId.startsWith("app-rl-")).length === 3, { timeoutMs: 20_000 });
+    await fleet.start("rate-limited-module.ts", "app-rl");
     const agent = new Agent({ name: "limited", model: "local:m", rateLimit: "llm" });
     const handles = await client.submitMany(Array.from({ length: 200 }, (_, i) => ({ agent, input: `call ${i}` })));
     await Promise.all(handles.map((h) => h.result({ timeoutMs: 60_000 })));

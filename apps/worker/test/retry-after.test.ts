@@ -5,10 +5,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent } from "@flotilla/agent";
-import { FlotillaClient } from "@flotilla/client";
-import { type OpenAIServer, purgePrefix, startOpenAIServer, testConnection, testPrefix, testRedis, waitFor } from "@flotilla/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnApp } from "./spawn-app.ts";
+import { afterAll, describe, expect, it } from "vitest";
+import { useModelFleet } from "./spawn-app.ts";
 
 // A provider's 429 with `retry-after: 3` reaches one of three flotilla-worker processes that draw on
 // one fleet-wide limit of 100 requests a second: from 50 ms after it reached that worker, no request
@@ -16,30 +14,13 @@ import { spawnApp } from "./spawn-app.ts";
 // when each request left, and when the 429 arrived. A process keeping one core busy loads the
 // machine meanwhile. The 429's body comes 200 ms after its headers: a pause that waited for the
 // provider to read it and throw (as it did before) let 18 to 23 requests through, up to 257 ms after.
-const prefix = testPrefix("app-retry-after");
-const redis = testRedis();
-const client = new FlotillaClient({ redis: testConnection(), prefix });
-const children: ChildProcess[] = [];
+const fleet = useModelFleet("app-retry-after");
 const dir = mkdtempSync(join(tmpdir(), "flotilla-retry-after-"));
-let server: OpenAIServer;
-
-beforeAll(async () => {
-  server = await startOpenAIServer();
-});
-afterAll(async () => {
-  for (const c of children) c.kill("SIGKILL");
-  await client.close();
-  await server?.close();
-  await purgePrefix(redis, prefix);
-  await redis.quit();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A process that keeps one core busy until killed. */
 function burnCore(): ChildProcess {
-  const child = spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" });
-  children.push(child);
-  return child;
+  return fleet.spawned(spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
 }
 
 /** What the workers' fetches logged: when requests left, when 429s arrived (ms, wall clock). */
@@ -51,21 +32,12 @@ function fetchLog(files: string[]): { sends: number[]; throttled: number[] } {
 
 describe("a provider's Retry-After across the fleet", () => {
   it("3 processes, 100 calls, one 429 (retry-after: 3): from 50 ms after it reached a worker, none sends until the 3 s are over", async () => {
+    const { client, server } = fleet;
     let n = 0;
     // The 429's body comes 200 ms after its headers: the pause must not wait for it.
     server.fallback = () => (++n === 40 ? { status: 429, message: "slow down", headers: { "retry-after": "3" }, bodyDelayMs: 200 } : { text: "ok" });
     const logs = [0, 1, 2].map((i) => join(dir, `fetch-${i}.log`));
-    for (const [i, log] of logs.entries()) {
-      children.push(
-        spawnApp({
-          prefix,
-          fixture: "fetch-timed-module.ts",
-          workerId: `app-ra-${i}`,
-          env: { FLOTILLA_CONCURRENCY: "10", FLOTILLA_PROVIDER_LOCAL_BASE_URL: server.baseURL, FLOTILLA_TEST_FETCH_LOG: log },
-        }),
-      );
-    }
-    await waitFor(async () => (await client.fleet.status()).workers.filter((w) => w.workerId.startsWith("app-ra-")).length === 3, { timeoutMs: 20_000 });
+    await fleet.start("fetch-timed-module.ts", "app-ra", (i) => ({ FLOTILLA_TEST_FETCH_LOG: logs[i]! }));
     const burner = burnCore();
     try {
       // "fast": 100 requests a second across the fleet, so a pause that lands late lets several through.

@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { testRedisEnv } from "@flotilla/testing";
+import { FlotillaClient } from "@flotilla/client";
+import { type OpenAIServer, purgePrefix, startOpenAIServer, testConnection, testPrefix, testRedis, testRedisEnv, waitFor } from "@flotilla/testing";
+import { afterAll, beforeAll } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 
@@ -21,4 +23,47 @@ export function spawnApp(options: { prefix: string; fixture: string; workerId: s
     },
     stdio: "ignore",
   });
+}
+
+/**
+ * Three flotilla-worker processes (10 slots each) of one fixture on a prefix of their own, with a
+ * local OpenAI-compatible server they call (`FLOTILLA_PROVIDER_LOCAL_BASE_URL`: models `local:…`).
+ * `start(fixture, idPrefix, envOf?)` spawns them and waits until the fleet lists all three; `spawned`
+ * takes any other process to kill. Everything is killed and cleaned up after the file.
+ */
+export function useModelFleet(name: string) {
+  const prefix = testPrefix(name);
+  const redis = testRedis();
+  const client = new FlotillaClient({ redis: testConnection(), prefix });
+  const children: ChildProcess[] = [];
+  let server: OpenAIServer | undefined;
+  beforeAll(async () => {
+    server = await startOpenAIServer();
+  });
+  afterAll(async () => {
+    for (const c of children) c.kill("SIGKILL");
+    await client.close();
+    await server?.close();
+    await purgePrefix(redis, prefix);
+    await redis.quit();
+  });
+  return {
+    client,
+    get server(): OpenAIServer {
+      return server!;
+    },
+    spawned(child: ChildProcess): ChildProcess {
+      children.push(child);
+      return child;
+    },
+    async start(fixture: string, idPrefix: string, envOf: (i: number) => Record<string, string> = () => ({})): Promise<void> {
+      for (let i = 0; i < 3; i++) {
+        const env = { FLOTILLA_CONCURRENCY: "10", FLOTILLA_PROVIDER_LOCAL_BASE_URL: server!.baseURL, ...envOf(i) };
+        children.push(spawnApp({ prefix, fixture, workerId: `${idPrefix}-${i}`, env }));
+      }
+      await waitFor(async () => (await client.fleet.status()).workers.filter((w) => w.workerId.startsWith(`${idPrefix}-`)).length === 3, {
+        timeoutMs: 20_000,
+      });
+    },
+  };
 }
