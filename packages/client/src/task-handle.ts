@@ -23,7 +23,7 @@ import {
 } from "@flotilla/core";
 import { withRedis } from "@flotilla/core/redis";
 import { type FlotillaEvent, isTerminalEvent, type StatusEvent, streamEvents } from "@flotilla/events";
-import type { TaskResult } from "@flotilla/store";
+import { sendMessage, type TaskResult } from "@flotilla/store";
 import { z } from "zod";
 import type { ClientContext } from "./context.ts";
 import { checkServed, type OnUnserved, type ServedCheck } from "./unserved.ts";
@@ -250,7 +250,10 @@ export class TaskHandle<R = AgentResult> {
     const bytes = Buffer.byteLength(message);
     if (bytes > DEFAULTS.maxPayloadBytes) throw ValidationError.of("message", "message", `is ${bytes} bytes; at most ${DEFAULTS.maxPayloadBytes}`);
     const messageId = newId();
-    const reply = await withRedis(this.ctx.redis, () => this.ctx.store.sendMessage(this.taskId, { id: messageId, content: message, at: Date.now() }));
+    const { redis, keys, retention } = this.ctx;
+    const reply = await withRedis(redis, () =>
+      sendMessage(redis, keys, this.taskId, { id: messageId, content: message, at: Date.now() }, retention.recordTtlMs),
+    );
     if (reply.outcome === "missing") throw new TaskNotFoundError(this.taskId);
     if (reply.outcome === "finished") throw new NotRunningError(this.taskId, reply.status ?? "ended");
     return { messageId, waiting: reply.waiting };

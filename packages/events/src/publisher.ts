@@ -82,8 +82,8 @@ export class EventPublisher {
   private sent = 0;
   /** The fields the worker stamps on every event, as JSON members; `ts` is added per event (made at the first emit). */
   private stamp: string | undefined;
-  /** Set by messagesTaken until the next batch's reply (which then speaks for the inbox). */
-  private waitingKnown: number | undefined;
+  /** Messages waiting in the task's inbox: the start's count, then each batch's reply, 0 once taken. */
+  private waiting: number;
   /** Number of events Redis accepted. */
   published = 0;
 
@@ -92,6 +92,7 @@ export class EventPublisher {
     this.keys = keys;
     this.retention = retention;
     this.opts = options;
+    this.waiting = options.messagesWaiting ?? 0;
   }
 
   get isStale(): boolean {
@@ -103,12 +104,12 @@ export class EventPublisher {
    * reply said (before any, as the start's did): a turn boundary takes them only when this is above 0.
    */
   get messagesWaiting(): number {
-    return this.waitingKnown ?? this.log?.messagesWaiting ?? this.opts.messagesWaiting ?? 0;
+    return this.waiting;
   }
 
   /** The inbox was emptied (the run took what waited): none wait until a later reply says so. */
   messagesTaken(): void {
-    this.waitingKnown = 0;
+    this.waiting = 0;
   }
 
   emit(event: AgentEvent): void {
@@ -179,7 +180,7 @@ export class EventPublisher {
       this.sent += batch.length;
       const batchId = this.opts.scope === undefined ? `${this.opts.attempt}:${++this.batches}` : `scope=${this.opts.scope}:${first}`;
       const last = await this.append(batchId, batch);
-      this.waitingKnown = undefined;
+      if (this.log) this.waiting = this.log.messagesWaiting;
       if (last < 0) {
         this.stale = true;
         this.opts.onStale?.();

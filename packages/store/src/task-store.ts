@@ -13,7 +13,6 @@ import {
 } from "@flotilla/core";
 import { pipelineBySlot } from "@flotilla/core/redis";
 import type { Redis } from "ioredis";
-import { type InboxMessage, type SendReply, sendMessage, type TakeReply, takeMessages } from "./inbox.ts";
 import { type ListTasksOptions, listTasks, type TaskPage } from "./listing.ts";
 import { READ_FIELDS, recordFromValues, type TaskResult } from "./record.ts";
 import { type FinishOutcome, optStatus, parseFinish, parseStartReplies, type SettleInput, type StartReply } from "./replies.ts";
@@ -374,19 +373,6 @@ export class TaskStore {
       [name, payload, now ?? "", CONSUMER_GROUP, k.statusChannel(queue)],
     )) as string[];
     return { outcome: reply[0] as "ok", status: optStatus(reply[1]), waitingFor: reply[2] || undefined };
-  }
-
-  /**
-   * Puts a message in a task's inbox, for its worker to take at the next turn boundary (see
-   * inbox.ts). `finished`: the task has ended (`status` says how), nothing written.
-   */
-  sendMessage(taskId: string, message: InboxMessage): Promise<SendReply> {
-    return sendMessage(this.redis, this.keys, taskId, message, this.retentionOf(splitTaskId(taskId).queue).recordTtlMs);
-  }
-
-  /** The running attempt takes every message waiting in its task's inbox (see inbox.ts). */
-  takeMessages(taskId: string, attempt: number, takeId: string): Promise<TakeReply | undefined> {
-    return takeMessages(this.redis, this.keys, taskId, attempt, takeId);
   }
 
   /** Notes a queue in the registry that listing across queues reads. */
